@@ -1,0 +1,59 @@
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perfgate/run_record.h"
+
+struct sqlite3;
+
+namespace perfgate {
+
+/// Which runs may serve as a baseline for a new one.
+struct BaselineQuery {
+  std::string profile_name;
+  std::string profile_hash;
+  std::string branch;    // the baseline branch
+  std::string host_key;  // HostFingerprint::key(); empty = any host
+};
+
+/// The SQLite history of runs (WAL, one transaction per run, versioned schema).
+class BaselineStore {
+ public:
+  enum class Mode { kReadWrite, kReadOnly };
+
+  /// Opens or creates the store (parent folders included, in read-write mode).
+  /// Throws Error naming the file when it is not a perfgate store, is corrupt,
+  /// or has a schema newer than this perfgate; such a file is left untouched.
+  static BaselineStore open(const std::filesystem::path& path, Mode mode = Mode::kReadWrite);
+
+  BaselineStore(BaselineStore&&) noexcept;
+  BaselineStore& operator=(BaselineStore&&) noexcept;
+  ~BaselineStore();
+
+  /// Writes the run with its iterations and histograms in one transaction; returns its id.
+  int64_t record(const RunRecord& run);
+  /// The most recent run eligible as a baseline for `query`, iterations loaded.
+  std::optional<RunRecord> latest_baseline(const BaselineQuery& query);
+  std::optional<RunRecord> run(int64_t id);
+  /// Runs, newest first, without iterations (for history listings).
+  std::vector<RunRecord> runs(const std::string& profile_name = "", int limit = 100);
+  int64_t run_count();
+
+  static constexpr int kSchemaVersion = 1;
+  int schema_version();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  BaselineStore(std::filesystem::path path, sqlite3* db);
+  std::filesystem::path path_;
+  struct Closer {
+    void operator()(sqlite3* db) const;
+  };
+  std::unique_ptr<sqlite3, Closer> db_;
+};
+
+}  // namespace perfgate

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perfgate/load_result.h"
+
+namespace perfgate {
+
+/// Which direction of change is a regression.
+enum class Better { kHigher, kLower };
+
+/// One gated figure of a run. The key is the contract's name in the JSON result
+/// (`throughput_rps`); the threshold key is the profile's (`throughput`).
+struct MetricDef {
+  std::string_view key;
+  std::string_view threshold_key;
+  std::string_view unit;  // "req/s", "ms", "%"
+  Better better;
+  double (*of)(const Iteration&);
+};
+
+/// The contract's metrics, in report order.
+std::span<const MetricDef> metric_defs();
+/// nullptr when `key` names no metric; accepts metric or threshold keys.
+const MetricDef* find_metric(std::string_view key);
+
+/// Metric key -> value.
+using MetricSet = std::map<std::string, double, std::less<>>;
+
+/// Per metric, the median over the kept iterations: the median resists one
+/// disturbed iteration where a mean would not.
+MetricSet summarize(const std::vector<Iteration>& iterations);
+/// The per-iteration values of one metric over the kept iterations, in order.
+std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def);
+
+double median(std::vector<double> values);
+
+/// Limits on one metric. Relative limits are percentages of change in the
+/// regressing direction; absolute ones are in the metric's unit.
+struct Thresholds {
+  std::optional<double> warn_pct;
+  std::optional<double> fail_pct;
+  std::optional<double> max;  // absolute ceiling (latency ms, error rate %)
+  std::optional<double> min;  // absolute floor (throughput req/s)
+
+  bool any() const { return warn_pct || fail_pct || max || min; }
+  friend bool operator==(const Thresholds&, const Thresholds&) = default;
+};
+
+/// Metric key -> its limits.
+using ThresholdSet = std::map<std::string, Thresholds, std::less<>>;
+
+}  // namespace perfgate

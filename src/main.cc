@@ -1,0 +1,3 @@
+#include "perfgate/cli.h"
+
+int main(int argc, char** argv) { return perfgate::run_cli(argc, argv); }
