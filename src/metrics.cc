@@ -1,1 +1,85 @@
-// placeholder
+#include "perfgate/metrics.h"
+
+#include <algorithm>
+#include <array>
+
+namespace perfgate {
+namespace {
+
+double latency_ms(const Iteration& it, double percent) {
+  return static_cast<double>(it.stats.latency.percentile_ns(percent)) / 1e6;
+}
+
+double throughput(const Iteration& it) {
+  return it.throughput_rps();
+}
+double p50(const Iteration& it) {
+  return latency_ms(it, 50);
+}
+double p75(const Iteration& it) {
+  return latency_ms(it, 75);
+}
+double p90(const Iteration& it) {
+  return latency_ms(it, 90);
+}
+double p99(const Iteration& it) {
+  return latency_ms(it, 99);
+}
+double p999(const Iteration& it) {
+  return latency_ms(it, 99.9);
+}
+double max_latency(const Iteration& it) {
+  return static_cast<double>(it.stats.latency.max_ns()) / 1e6;
+}
+double error_rate(const Iteration& it) {
+  return it.stats.error_rate_pct();
+}
+
+constexpr std::array<MetricDef, 8> kMetrics = {{
+    {"throughput_rps", "throughput", "req/s", Better::kHigher, throughput},
+    {"latency_p50_ms", "latency_p50", "ms", Better::kLower, p50},
+    {"latency_p75_ms", "latency_p75", "ms", Better::kLower, p75},
+    {"latency_p90_ms", "latency_p90", "ms", Better::kLower, p90},
+    {"latency_p99_ms", "latency_p99", "ms", Better::kLower, p99},
+    {"latency_p999_ms", "latency_p999", "ms", Better::kLower, p999},
+    {"latency_max_ms", "latency_max", "ms", Better::kLower, max_latency, Aggregate::kMax},
+    {"error_rate_pct", "error_rate", "%", Better::kLower, error_rate},
+}};
+
+}  // namespace
+
+std::span<const MetricDef> metric_defs() {
+  return kMetrics;
+}
+
+const MetricDef* find_metric(std::string_view key) {
+  for (const auto& def : kMetrics)
+    if (def.key == key || def.threshold_key == key) return &def;
+  return nullptr;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
+}
+
+std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def) {
+  std::vector<double> out;
+  for (const auto& it : iterations)
+    if (!it.discarded) out.push_back(def.of(it));
+  return out;
+}
+
+MetricSet summarize(const std::vector<Iteration>& iterations) {
+  MetricSet out;
+  for (const auto& def : kMetrics) {
+    auto values = kept_values(iterations, def);
+    double max = values.empty() ? 0.0 : *std::max_element(values.begin(), values.end());
+    out[std::string(def.key)] = def.aggregate == Aggregate::kMax ? max : median(values);
+  }
+  return out;
+}
+
+}  // namespace perfgate

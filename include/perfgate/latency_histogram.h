@@ -18,7 +18,7 @@ class LatencyHistogram {
  public:
   static constexpr int kSubBucketBits = 7;
   static constexpr uint64_t kSubBuckets = uint64_t{1} << kSubBucketBits;  // 128
-  static constexpr int kMaxExponent = 37;                                  // 2^37 ns ~ 137 s
+  static constexpr int kMaxExponent = 37;                                 // 2^37 ns ~ 137 s
   static constexpr size_t kBucketCount = kSubBuckets * (kMaxExponent - kSubBucketBits + 2);
 
   LatencyHistogram();

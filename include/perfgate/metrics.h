@@ -14,6 +14,12 @@ namespace perfgate {
 /// Which direction of change is a regression.
 enum class Better { kHigher, kLower };
 
+/// How the kept iterations' values become the run's figure.
+enum class Aggregate {
+  kMedian,  // resists one disturbed iteration, where a mean would not
+  kMax,     // latency_max: the worst seen is the honest figure
+};
+
 /// One gated figure of a run. The key is the contract's name in the JSON result
 /// (`throughput_rps`); the threshold key is the profile's (`throughput`).
 struct MetricDef {
@@ -22,6 +28,7 @@ struct MetricDef {
   std::string_view unit;  // "req/s", "ms", "%"
   Better better;
   double (*of)(const Iteration&);
+  Aggregate aggregate = Aggregate::kMedian;
 };
 
 /// The contract's metrics, in report order.
@@ -32,8 +39,7 @@ const MetricDef* find_metric(std::string_view key);
 /// Metric key -> value.
 using MetricSet = std::map<std::string, double, std::less<>>;
 
-/// Per metric, the median over the kept iterations: the median resists one
-/// disturbed iteration where a mean would not.
+/// Per metric, its aggregate (median, or max for latency_max) over the kept iterations.
 MetricSet summarize(const std::vector<Iteration>& iterations);
 /// The per-iteration values of one metric over the kept iterations, in order.
 std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def);
