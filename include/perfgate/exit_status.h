@@ -11,6 +11,8 @@ enum class ExitStatus : int {
   kError = 3,
 };
 
-inline int to_int(ExitStatus status) { return static_cast<int>(status); }
+inline int to_int(ExitStatus status) {
+  return static_cast<int>(status);
+}
 
 }  // namespace perfgate

@@ -27,8 +27,8 @@ struct LoadSpec {
   int connections = 50;
   Nanos duration = std::chrono::seconds(10);
   Nanos warmup = std::chrono::seconds(2);
-  double rate = 0;  // requests/s over all connections; 0 = closed model
-  std::string engine = "auto";  // auto | curl | native
+  double rate = 0;                          // requests/s over all connections; 0 = closed model
+  std::string engine = "auto";              // auto | curl | native
   Nanos timeout = std::chrono::seconds(5);  // per request, connect included
 };
 
@@ -67,9 +67,10 @@ struct Profile {
 
 /// One problem found in a profile, with where it is.
 struct ProfileProblem {
-  int line = 0;  // 1-based; 0 when unknown
+  int line = 0;          // 1-based; 0 when unknown
   std::string key_path;  // "load.connections"; empty for syntax errors
   std::string message;   // "must be a positive integer, got \"ten\""
+  int column = 0;        // 1-based, for syntax errors; 0 when not known
 };
 
 /// Every problem of a profile at once, so that one edit fixes them all.

@@ -19,8 +19,12 @@ std::optional<Nanos> parse_duration(std::string_view text);
 std::optional<double> parse_percent(std::string_view text);
 
 /// Seconds as a double, for rates.
-inline double to_seconds(Nanos d) { return std::chrono::duration<double>(d).count(); }
-inline double to_millis(Nanos d) { return std::chrono::duration<double, std::milli>(d).count(); }
+inline double to_seconds(Nanos d) {
+  return std::chrono::duration<double>(d).count();
+}
+inline double to_millis(Nanos d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 /// wrk's formats, so that `perfgate bench` output reads like wrk's:
 /// format_time_us(635.91) == "635.91us", 1234.0 -> "1.23ms", 5e6 -> "5.00s".
