@@ -15,12 +15,12 @@ namespace perfgate {
 /// the integration tests (slow tails, errors, CPU cost per request).
 struct DemoServerOptions {
   std::string host = "127.0.0.1";  // loopback only, by design
-  uint16_t port = 0;                // 0 = any free port
-  Nanos delay{0};                   // added to every `delay_every`-th response
-  uint64_t delay_every = 0;         // 0 = never; 1 = every response
-  uint64_t error_every = 0;         // every N-th response is a 500; 0 = never
-  Nanos work{0};                    // CPU burned per response (busy loop)
-  size_t body_bytes = 13;           // "Hello, world\n" when 13
+  uint16_t port = 0;               // 0 = any free port
+  Nanos delay{0};                  // added to every `delay_every`-th response
+  uint64_t delay_every = 0;        // 0 = never; 1 = every response
+  uint64_t error_every = 0;        // every N-th response is a 500; 0 = never
+  Nanos work{0};                   // CPU burned per response (busy loop)
+  size_t body_bytes = 13;          // "Hello, world\n" when 13
 };
 
 /// A small HTTP/1.1 keep-alive server on loopback, one thread per connection.

@@ -67,7 +67,7 @@ struct LoadResult {
   std::string engine;  // "curl" or "native"
   int threads = 0;
   int connections = 0;
-  IterationStats warmup;             // measured but never judged
+  IterationStats warmup;              // measured but never judged
   std::vector<Iteration> iterations;  // in order, discarded ones included
 
   std::vector<const Iteration*> kept() const;
