@@ -35,11 +35,15 @@ class BaselineStore {
   ~BaselineStore();
 
   /// Writes the run with its iterations and histograms in one transaction; returns its id.
+  /// An empty `created_at` is stored as the current UTC time; `ci.summary_path` is
+  /// not stored. Throws Error on a read-only store.
   int64_t record(const RunRecord& run);
   /// The most recent run eligible as a baseline for `query`, iterations loaded.
   std::optional<RunRecord> latest_baseline(const BaselineQuery& query);
+  /// One run by id, iterations loaded; nullopt when there is none.
   std::optional<RunRecord> run(int64_t id);
-  /// Runs, newest first, without iterations (for history listings).
+  /// Runs, newest first, without iterations (for history listings). An empty
+  /// `profile_name` lists every profile; `limit` <= 0 lists them all.
   std::vector<RunRecord> runs(const std::string& profile_name = "", int limit = 100);
   int64_t run_count();
 

@@ -14,7 +14,7 @@ namespace perfgate {
 
 /// A run as the store keeps it.
 struct RunRecord {
-  int64_t id = 0;  // assigned by the store
+  int64_t id = 0;          // assigned by the store
   std::string created_at;  // ISO 8601 UTC, e.g. "2026-11-29T23:43:29Z"
   std::string profile_name;
   std::string profile_hash;
@@ -26,7 +26,7 @@ struct RunRecord {
   int connections = 0;
   Verdict verdict = Verdict::kPass;
   Saturation saturation;
-  std::string status = "complete";  // "complete" or "aborted"
+  std::string status = "complete";    // "complete" or "aborted"
   std::vector<Iteration> iterations;  // discarded ones included, histograms too
 
   /// May later runs be judged against this one? Complete, not saturated, not

@@ -1,0 +1,428 @@
+#include "perfgate/baseline_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "perfgate/error.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+namespace fs = std::filesystem;
+using testing::read_file;
+using testing::TempDir;
+using testing::write_file;
+
+Iteration make_iteration(int index, bool discarded) {
+  Iteration it;
+  it.index = index;
+  it.discarded = discarded;
+  it.duration = std::chrono::seconds(10) + Nanos(index * 1'000'003);
+  auto& s = it.stats;
+  s.responses = 41'000 + static_cast<uint64_t>(index);
+  s.bytes_read = 5'000'000'000ULL + static_cast<uint64_t>(index);  // past 32 bits
+  s.errors = ErrorCounts{1, 2, 3, 4, 5};
+  s.statuses.by_class = {6, 7, 40'000, 8, 9, 10};
+  for (uint64_t v = 1; v < 5'000; v += 13) s.latency.record_ns(v * 997 * (index + 1));
+  return it;
+}
+
+RunRecord make_run(const std::string& branch = "main") {
+  RunRecord run;
+  run.created_at = "2026-11-29T23:43:29Z";
+  run.profile_name = "hello";
+  run.profile_hash = "abc123";
+  run.profile_json = R"({"name":"hello","target":{"url":"http://127.0.0.1:8080/"}})";
+  run.ci.provider = "gitlab";
+  run.ci.commit = "0123456789abcdef";
+  run.ci.branch = branch;
+  run.ci.baseline_branch = "main";
+  run.ci.pipeline_id = "4242";
+  run.host.fields = {
+      {"os", "Debian GNU/Linux 12 (bookworm)"}, {"cpus", "4"}, {"somaxconn", "4096"}};
+  run.engine = "native";
+  run.threads = 2;
+  run.connections = 50;
+  run.verdict = Verdict::kPass;
+  for (int i = 0; i < 4; ++i) run.iterations.push_back(make_iteration(i, i < 2));
+  return run;
+}
+
+void expect_same_iteration(const Iteration& a, const Iteration& b) {
+  EXPECT_EQ(a.index, b.index);
+  EXPECT_EQ(a.discarded, b.discarded);
+  EXPECT_EQ(a.duration, b.duration);
+  EXPECT_EQ(a.stats.responses, b.stats.responses);
+  EXPECT_EQ(a.stats.bytes_read, b.stats.bytes_read);
+  EXPECT_EQ(a.stats.errors, b.stats.errors);
+  EXPECT_EQ(a.stats.statuses, b.stats.statuses);
+  EXPECT_TRUE(a.stats.latency == b.stats.latency) << "histogram of iteration " << a.index;
+}
+
+// Everything but the id and the CI summary path, which is a file on one runner.
+void expect_same_run(const RunRecord& a, const RunRecord& b) {
+  EXPECT_EQ(a.created_at, b.created_at);
+  EXPECT_EQ(a.profile_name, b.profile_name);
+  EXPECT_EQ(a.profile_hash, b.profile_hash);
+  EXPECT_EQ(a.profile_json, b.profile_json);
+  EXPECT_EQ(a.ci.provider, b.ci.provider);
+  EXPECT_EQ(a.ci.commit, b.ci.commit);
+  EXPECT_EQ(a.ci.branch, b.ci.branch);
+  EXPECT_EQ(a.ci.baseline_branch, b.ci.baseline_branch);
+  EXPECT_EQ(a.ci.pipeline_id, b.ci.pipeline_id);
+  EXPECT_EQ(a.host.fields, b.host.fields);
+  EXPECT_EQ(a.engine, b.engine);
+  EXPECT_EQ(a.threads, b.threads);
+  EXPECT_EQ(a.connections, b.connections);
+  EXPECT_EQ(a.verdict, b.verdict);
+  EXPECT_EQ(a.saturation.saturated, b.saturation.saturated);
+  EXPECT_EQ(a.saturation.reasons, b.saturation.reasons);
+  EXPECT_EQ(a.status, b.status);
+  ASSERT_EQ(a.iterations.size(), b.iterations.size());
+  for (size_t i = 0; i < a.iterations.size(); ++i)
+    expect_same_iteration(a.iterations[i], b.iterations[i]);
+}
+
+// Runs `sql` on `path` through a plain SQLite connection, as another program would.
+void sqlite_exec(const fs::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+std::string sqlite_text(const fs::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* stmt = nullptr;
+  std::string out;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW)
+    out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+// open() must throw a message naming the file and leave every byte as it was.
+void expect_rejected_untouched(const fs::path& path, const std::string& expected_words,
+                               BaselineStore::Mode mode = BaselineStore::Mode::kReadWrite) {
+  auto before = read_file(path);
+  try {
+    BaselineStore::open(path, mode);
+    ADD_FAILURE() << "open() accepted " << path;
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_EQ(message.rfind(path.string() + ": ", 0), 0u) << message;
+    EXPECT_NE(message.find(expected_words), std::string::npos) << message;
+  }
+  EXPECT_EQ(read_file(path), before);
+  // Reading a WAL-format file (one of ours) may leave an empty -wal beside it;
+  // any other file must not get one.
+  bool wal_format = before.size() > 18 && before[18] == 2;
+  if (!wal_format) {
+    EXPECT_FALSE(fs::exists(path.string() + "-wal"));
+  }
+  EXPECT_FALSE(fs::exists(path.string() + "-journal"));
+}
+
+TEST(BaselineStore, CreatesParentFoldersAndReopens) {
+  TempDir dir;
+  auto path = dir / "baselines/nested/perfgate.db";
+  {
+    auto store = BaselineStore::open(path);
+    EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);
+    EXPECT_EQ(store.run_count(), 0);
+    EXPECT_EQ(store.path(), path);
+    EXPECT_GT(store.record(make_run()), 0);
+  }
+  auto store = BaselineStore::open(path);
+  EXPECT_EQ(store.run_count(), 1);
+  EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);
+  EXPECT_EQ(sqlite_text(path, "PRAGMA application_id"), std::to_string(0x50664774));
+}
+
+TEST(BaselineStore, WalModeIsOn) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  store.record(make_run());
+  EXPECT_EQ(sqlite_text(dir / "perfgate.db", "PRAGMA journal_mode"), "wal");
+}
+
+TEST(BaselineStore, AcceptsAnEmptyFile) {
+  TempDir dir;
+  write_file(dir / "perfgate.db", "");
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);
+}
+
+TEST(BaselineStore, RoundTripKeepsEveryField) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  auto run = make_run();
+  run.verdict = Verdict::kWarn;
+  run.saturation = {true, {"generator thread 0 at 97% of a core", "steal 12%"}};
+  run.status = "aborted";
+  int64_t id = store.record(run);
+  auto back = store.run(id);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->id, id);
+  expect_same_run(*back, run);
+  EXPECT_FALSE(store.run(id + 1));
+}
+
+TEST(BaselineStore, FillsCreatedAtWhenEmpty) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  auto run = make_run();
+  run.created_at.clear();
+  auto back = store.run(store.record(run));
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->created_at.size(), 20u) << back->created_at;  // 2026-11-29T23:43:29Z
+  EXPECT_EQ(back->created_at.back(), 'Z');
+}
+
+TEST(BaselineStore, LatestBaselinePicksNewestEligibleMatch) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  auto base = make_run();
+  BaselineQuery query{"hello", "abc123", "main", base.host.key()};
+  EXPECT_FALSE(store.latest_baseline(query));
+
+  int64_t first = store.record(base);
+  auto other_branch = make_run("feature/x");
+  auto other_hash = make_run();
+  other_hash.profile_hash = "def456";
+  auto other_name = make_run();
+  other_name.profile_name = "other";
+  auto saturated = make_run();
+  saturated.saturation.saturated = true;
+  auto failed = make_run();
+  failed.verdict = Verdict::kFail;
+  auto errored = make_run();
+  errored.verdict = Verdict::kError;
+  auto aborted = make_run();
+  aborted.status = "aborted";
+  for (const auto* run :
+       {&other_branch, &other_hash, &other_name, &saturated, &failed, &errored, &aborted})
+    store.record(*run);
+  auto other_host = make_run();
+  other_host.host.fields["cpus"] = "64";
+  int64_t on_other_host = store.record(other_host);
+
+  auto found = store.latest_baseline(query);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, first);
+  expect_same_run(*found, base);
+
+  query.host_key.clear();  // any host: the newest eligible anywhere
+  EXPECT_EQ(store.latest_baseline(query)->id, on_other_host);
+
+  auto warned = make_run();
+  warned.verdict = Verdict::kWarn;
+  int64_t newest = store.record(warned);
+  query.host_key = base.host.key();
+  EXPECT_EQ(store.latest_baseline(query)->id, newest);
+}
+
+TEST(BaselineStore, RunsAreNewestFirstWithoutIterations) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  auto other = make_run();
+  other.profile_name = "other";
+  int64_t a = store.record(make_run());
+  int64_t b = store.record(other);
+  int64_t c = store.record(make_run());
+  EXPECT_EQ(store.run_count(), 3);
+
+  auto all = store.runs();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].id, c);
+  EXPECT_EQ(all[1].id, b);
+  EXPECT_EQ(all[2].id, a);
+  EXPECT_TRUE(all[0].iterations.empty());
+  EXPECT_EQ(all[1].profile_name, "other");
+
+  auto hello = store.runs("hello", 1);
+  ASSERT_EQ(hello.size(), 1u);
+  EXPECT_EQ(hello[0].id, c);
+}
+
+TEST(BaselineStore, FailedRecordLeavesNothingBehind) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  auto run = make_run();
+  run.iterations.push_back(run.iterations.front());  // duplicate (run_id, idx)
+  EXPECT_THROW(store.record(run), Error);
+  EXPECT_EQ(store.run_count(), 0);
+  EXPECT_EQ(sqlite_text(dir / "perfgate.db", "SELECT count(*) FROM iterations"), "0");
+  EXPECT_GT(store.record(make_run()), 0);  // and the store is still usable
+}
+
+TEST(BaselineStore, DeletingARunCascadesToItsIterations) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  BaselineStore::open(path).record(make_run());
+  sqlite_exec(path, "PRAGMA foreign_keys = ON; DELETE FROM runs");
+  EXPECT_EQ(sqlite_text(path, "SELECT count(*) FROM iterations"), "0");
+}
+
+TEST(BaselineStore, RejectsAForeignSqliteDatabaseUntouched) {
+  TempDir dir;
+  auto path = dir / "app.db";
+  sqlite_exec(path,
+              "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);"
+              "INSERT INTO notes (text) VALUES ('keep me')");
+  expect_rejected_untouched(path, "not a perfgate store");
+  expect_rejected_untouched(path, "not a perfgate store", BaselineStore::Mode::kReadOnly);
+  EXPECT_EQ(sqlite_text(path, "PRAGMA journal_mode"), "delete");
+}
+
+TEST(BaselineStore, RejectsAnotherApplicationsEmptyDatabase) {
+  TempDir dir;
+  auto path = dir / "app.db";
+  sqlite_exec(path, "PRAGMA application_id = 1234");
+  expect_rejected_untouched(
+      path, "not a perfgate store (another program's SQLite database, application_id 0x000004d2");
+}
+
+TEST(BaselineStore, RejectsATextFileUntouched) {
+  TempDir dir;
+  auto path = dir / "notes.txt";
+  write_file(path, "these are my notes, not a database\n");
+  expect_rejected_untouched(path, "not a perfgate store");
+  write_file(path, "x");  // shorter than a page: SQLite alone would take it for empty
+  expect_rejected_untouched(path, "not a perfgate store (not an SQLite database)");
+  write_file(path, std::string(10000, '#'));
+  expect_rejected_untouched(path, "not a perfgate store");
+}
+
+TEST(BaselineStore, RejectsATruncatedStoreUntouched) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  {
+    auto store = BaselineStore::open(path);
+    for (int i = 0; i < 10; ++i) store.record(make_run());
+  }
+  auto bytes = read_file(path);
+  ASSERT_GT(bytes.size(), 8192u);
+  write_file(path, bytes.substr(0, bytes.size() / 2));
+  expect_rejected_untouched(path, "not a perfgate store");
+  write_file(path, bytes.substr(0, 60));
+  expect_rejected_untouched(path, "not a perfgate store");
+}
+
+TEST(BaselineStore, RejectsAGarbledHeaderUntouched) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  BaselineStore::open(path).record(make_run());
+  auto bytes = read_file(path);
+  bytes.replace(0, 16, "garbage garbage!");
+  write_file(path, bytes);
+  expect_rejected_untouched(path, "not a perfgate store");
+}
+
+// Damage past the header is only found when a query reads it: it must surface
+// as an Error naming the file, never as a crash or a wrong run.
+TEST(BaselineStore, DamagedPagesRaiseErrorsNamingTheFile) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  {
+    auto store = BaselineStore::open(path);
+    for (int i = 0; i < 10; ++i) store.record(make_run());
+  }
+  auto bytes = read_file(path);
+  const size_t page = 4096;
+  ASSERT_GT(bytes.size(), 4 * page);
+  for (size_t at = page; at < bytes.size(); at += 2 * page) bytes.replace(at, page, page, '\xff');
+  write_file(path, bytes);
+  int errors = 0;
+  try {
+    auto store = BaselineStore::open(path);
+    store.runs();
+    store.latest_baseline({"hello", "abc123", "main", ""});
+    for (int64_t id = 1; id <= 10; ++id) store.run(id);
+  } catch (const Error& e) {
+    ++errors;
+    EXPECT_EQ(std::string(e.what()).rfind(path.string() + ": ", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(errors, 1);
+}
+
+TEST(BaselineStore, RejectsANewerSchemaUntouched) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  BaselineStore::open(path).record(make_run());
+  sqlite_exec(path, "PRAGMA user_version = " + std::to_string(BaselineStore::kSchemaVersion + 1));
+  expect_rejected_untouched(path, "upgrade perfgate");
+  expect_rejected_untouched(path, "upgrade perfgate", BaselineStore::Mode::kReadOnly);
+}
+
+TEST(BaselineStore, ReadOnlyModeReadsButDoesNotWrite) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  int64_t id = BaselineStore::open(path).record(make_run());
+  auto store = BaselineStore::open(path, BaselineStore::Mode::kReadOnly);
+  EXPECT_EQ(store.run_count(), 1);
+  EXPECT_EQ(store.latest_baseline({"hello", "abc123", "main", ""})->id, id);
+  try {
+    store.record(make_run());
+    ADD_FAILURE() << "record() wrote to a read-only store";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ": store is read-only");
+  }
+  EXPECT_EQ(store.run_count(), 1);
+}
+
+TEST(BaselineStore, ReadOnlyModeCreatesNothing) {
+  TempDir dir;
+  auto path = dir / "missing/perfgate.db";
+  EXPECT_THROW(BaselineStore::open(path, BaselineStore::Mode::kReadOnly), Error);
+  EXPECT_FALSE(fs::exists(dir / "missing"));
+}
+
+TEST(BaselineStore, FileWithoutWritePermissionIsReadOnly) {
+  if (geteuid() == 0) GTEST_SKIP() << "root writes through file permissions";
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  BaselineStore::open(path).record(make_run());
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  auto store = BaselineStore::open(path);
+  EXPECT_EQ(store.run_count(), 1);
+  EXPECT_THROW(store.record(make_run()), Error);
+}
+
+TEST(BaselineStore, TwoHandlesSeeEachOthersRuns) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  auto writer = BaselineStore::open(path);
+  auto reader = BaselineStore::open(path, BaselineStore::Mode::kReadOnly);
+  writer.record(make_run());
+  EXPECT_EQ(reader.run_count(), 1);
+}
+
+TEST(BaselineStoreEligibility, OnlyCompleteUnsaturatedPassOrWarn) {
+  RunRecord run;
+  EXPECT_TRUE(run.eligible_as_baseline());
+  run.verdict = Verdict::kWarn;
+  EXPECT_TRUE(run.eligible_as_baseline());
+  for (auto bad : {Verdict::kFail, Verdict::kError}) {
+    run.verdict = bad;
+    EXPECT_FALSE(run.eligible_as_baseline());
+  }
+  run.verdict = Verdict::kPass;
+  run.saturation.saturated = true;
+  EXPECT_FALSE(run.eligible_as_baseline());
+  run.saturation.saturated = false;
+  run.status = "aborted";
+  EXPECT_FALSE(run.eligible_as_baseline());
+}
+
+}  // namespace
+}  // namespace perfgate
