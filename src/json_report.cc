@@ -1,1 +1,157 @@
-// placeholder
+#include "perfgate/json_report.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "perfgate/report_format.h"
+
+namespace perfgate {
+namespace {
+
+using nlohmann::json;
+
+// JSON has no NaN or infinity; a figure that could not be computed is null.
+json number(double value) {
+  return std::isfinite(value) ? json(value) : json(nullptr);
+}
+
+json number(const std::optional<double>& value) {
+  return value ? number(*value) : json(nullptr);
+}
+
+json id(const std::optional<int64_t>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+// An unknown fact is null rather than "", so that consumers test one thing.
+json text_or_null(const std::string& text) {
+  return text.empty() ? json(nullptr) : json(text);
+}
+
+// Only the limits the profile sets: an absent key means "no such limit".
+json thresholds_json(const Thresholds& t) {
+  json out = json::object();
+  if (t.warn_pct) out["warn_pct"] = *t.warn_pct;
+  if (t.fail_pct) out["fail_pct"] = *t.fail_pct;
+  if (t.max) out["max"] = *t.max;
+  if (t.min) out["min"] = *t.min;
+  return out;
+}
+
+json check_json(const MetricCheck& c) {
+  return {{"value", number(c.value)},
+          {"baseline", number(c.baseline)},
+          {"change_pct", number(c.change_pct)},
+          {"verdict", std::string(to_string(c.verdict))},
+          {"unit", c.unit},
+          {"thresholds", thresholds_json(c.thresholds)},
+          {"gated", c.gated},
+          {"message", c.message}};
+}
+
+// Profile names and environment values are arbitrary bytes, and dumping a json
+// with invalid UTF-8 throws; every string (keys included) is made valid here.
+json valid_strings(const json& j) {
+  if (j.is_string()) return report::valid_utf8(j.get_ref<const std::string&>());
+  if (!j.is_structured()) return j;
+  json out = j.is_array() ? json::array() : json::object();
+  for (const auto& [key, value] : j.items()) {
+    if (j.is_array())
+      out.push_back(valid_strings(value));
+    else
+      out[report::valid_utf8(key)] = valid_strings(value);
+  }
+  return out;
+}
+
+json profile_json(const GateResult& r) {
+  return {{"name", r.profile_name}, {"hash", r.profile_hash}, {"source", r.profile_source}};
+}
+
+json baseline_json(const GateResult& r) {
+  if (!r.baseline_run_id) return nullptr;
+  return {{"run_id", *r.baseline_run_id}, {"commit", text_or_null(r.baseline_commit)}};
+}
+
+json ci_json(const CiContext& ci) {
+  return {{"provider", ci.provider},
+          {"commit", text_or_null(ci.commit)},
+          {"branch", text_or_null(ci.branch)},
+          {"baseline_branch", text_or_null(ci.baseline_branch)},
+          {"pipeline_id", text_or_null(ci.pipeline_id)}};
+}
+
+json errors_json(const ErrorCounts& e) {
+  return {{"connect", e.connect},
+          {"read", e.read},
+          {"write", e.write},
+          {"timeout", e.timeout},
+          {"other", e.other}};
+}
+
+json status_json(const StatusCounts& s) {
+  json out = {{"other", s.of_class(0)}};
+  for (int cls = 1; cls <= 5; ++cls) out[std::to_string(cls) + "xx"] = s.of_class(cls);
+  return out;
+}
+
+json load_json(const GateResult& r) {
+  return {{"engine", r.engine},
+          {"threads", r.threads},
+          {"connections", r.connections},
+          {"iterations_kept", r.iterations_kept},
+          {"iterations_total", r.iterations_total},
+          {"kept_seconds", number(r.kept_seconds)},
+          {"responses", r.totals.responses},
+          {"bytes_read", r.totals.bytes_read},
+          {"errors", errors_json(r.totals.errors)},
+          {"status", status_json(r.totals.statuses)}};
+}
+
+// The fingerprint's fields as they are, plus the key that runs are matched on.
+json host_json(const HostFingerprint& host) {
+  json out = json::object();
+  for (const auto& [name, value] : host.fields) out[name] = value;
+  out["key"] = host.key();
+  return out;
+}
+
+json saturation_json(const Saturation& s) {
+  return {{"saturated", s.saturated}, {"reasons", s.reasons}};
+}
+
+json error_json(const GateResult& r) {
+  if (r.verdict != Verdict::kError) return nullptr;
+  return r.error.empty() ? "no verdict could be made" : r.error;
+}
+
+}  // namespace
+
+json metrics_json(const std::vector<MetricCheck>& checks) {
+  json out = json::object();
+  for (const MetricCheck& check : checks) out[check.metric] = check_json(check);
+  return valid_strings(out);
+}
+
+json json_report(const GateResult& result) {
+  json out = {{"verdict", std::string(to_string(result.verdict))},
+              {"exit_code", to_int(result.exit_code)},
+              {"run_id", id(result.run_id)},
+              {"recorded", result.recorded},
+              {"profile", profile_json(result)},
+              {"target_url", result.target_url},
+              {"started_at", result.started_at},
+              {"duration_s", number(result.duration_s)},
+              {"baseline", baseline_json(result)},
+              {"ci", ci_json(result.ci)},
+              {"load", load_json(result)},
+              {"metrics", metrics_json(result.checks)},
+              {"saturation", saturation_json(result.saturation)},
+              {"host", host_json(result.host)},
+              {"notes", result.notes},
+              {"error", error_json(result)}};
+  return valid_strings(out);
+}
+
+}  // namespace perfgate
