@@ -6,9 +6,19 @@
 namespace perfgate {
 namespace {
 
+// printf's fixed form without a "-0.0": a change that rounds to zero has no sign.
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string text = buf;
+  if (text.front() == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
+  return text;
+}
+
+// A limit as the user wrote it: 25 -> "25", 0.1 -> "0.1".
+std::string compact(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 
@@ -31,7 +41,7 @@ double regression_pct(const MetricDef& def, double change_pct) {
 
 // The limit as the user reads it: "-5%" for throughput, "+20%" for latency.
 std::string limit_text(const MetricDef& def, double limit_pct) {
-  return (def.better == Better::kHigher ? "-" : "+") + fixed(limit_pct, 1) + "%";
+  return (def.better == Better::kHigher ? "-" : "+") + compact(limit_pct) + "%";
 }
 
 void check_absolute(const MetricDef& def, MetricCheck& c) {
@@ -109,7 +119,9 @@ void apply_saturation(const Saturation& saturation, Judgement& j) {
     c.verdict = Verdict::kWarn;
     c.message = "inconclusive, " + why + " (would fail: " + c.message + ")";
   }
-  j.notes.push_back(why + "; this run is inconclusive and never becomes a baseline");
+  // The reasons are listed by the reporters from Saturation itself.
+  j.notes.push_back(
+      "the load machine was saturated: this run is inconclusive and never becomes a baseline");
 }
 
 }  // namespace

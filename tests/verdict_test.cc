@@ -51,7 +51,7 @@ TEST(VerdictTest, ThroughputDropBands) {
   auto j = judge(metrics(940, 10), &base, limits(), {});                            // -6%
   EXPECT_EQ(j.verdict, Verdict::kFail);
   EXPECT_NEAR(*check(j, "throughput_rps").change_pct, -6.0, 1e-9);
-  EXPECT_NE(check(j, "throughput_rps").message.find("fail limit -5.0%"), std::string::npos);
+  EXPECT_NE(check(j, "throughput_rps").message.find("fail limit -5%"), std::string::npos);
 }
 
 TEST(VerdictTest, ImprovementsNeverFail) {

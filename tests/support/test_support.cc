@@ -132,13 +132,17 @@ CommandResult run_command(const std::vector<std::string>& argv,
   return result;
 }
 
-std::string perfgate_binary() { return PERFGATE_BINARY; }
-fs::path source_dir() { return PERFGATE_SOURCE_DIR; }
+std::string perfgate_binary() {
+  return PERFGATE_BINARY;
+}
+fs::path source_dir() {
+  return PERFGATE_SOURCE_DIR;
+}
 
 DemoServerProcess::DemoServerProcess(const std::vector<std::string>& extra_args) {
   auto port_file = dir_ / "port";
-  std::vector<std::string> args = {perfgate_binary(), "demo-server", "--port", "0",
-                                   "--port-file", port_file.string()};
+  std::vector<std::string> args = {perfgate_binary(), "demo-server",     "--port", "0",
+                                   "--port-file",     port_file.string()};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   auto c_args = c_strings(args);
   pid_ = fork();

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what perfgate needs to build and test, from Debian's packages only.
+# Idempotent and quiet when everything is there; needs root (or sudo) otherwise.
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config
+  libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libspdlog-dev
+  libhttp-parser-dev libgtest-dev googletest
+  libxml2-utils python3 python3-jsonschema  # test-time validators (JUnit XSD, JSON Schema)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

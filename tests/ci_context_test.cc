@@ -1,0 +1,72 @@
+#include "perfgate/ci_context.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace perfgate {
+namespace {
+
+EnvLookup fake_env(std::map<std::string, std::string> vars) {
+  return [vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(CiContextTest, GithubPullRequest) {
+  auto ci = read_ci_context({}, fake_env({{"GITHUB_ACTIONS", "true"},
+                                          {"GITHUB_SHA", "abc123"},
+                                          {"GITHUB_REF_NAME", "42/merge"},
+                                          {"GITHUB_HEAD_REF", "feature/x"},
+                                          {"GITHUB_BASE_REF", "main"},
+                                          {"GITHUB_RUN_ID", "777"},
+                                          {"GITHUB_STEP_SUMMARY", "/tmp/summary.md"}}));
+  EXPECT_EQ(ci.provider, "github");
+  EXPECT_EQ(ci.commit, "abc123");
+  EXPECT_EQ(ci.branch, "feature/x");
+  EXPECT_EQ(ci.baseline_branch, "main");
+  EXPECT_EQ(ci.pipeline_id, "777");
+  EXPECT_EQ(ci.summary_path, "/tmp/summary.md");
+}
+
+TEST(CiContextTest, GithubPushComparesWithItsOwnBranch) {
+  auto ci = read_ci_context(
+      {},
+      fake_env({{"GITHUB_REF_NAME", "main"}, {"GITHUB_HEAD_REF", ""}, {"GITHUB_BASE_REF", ""}}));
+  EXPECT_EQ(ci.branch, "main");
+  EXPECT_EQ(ci.baseline_branch, "main");
+}
+
+TEST(CiContextTest, GitlabMergeRequestThenDefaultBranch) {
+  std::map<std::string, std::string> vars = {
+      {"GITLAB_CI", "true"},           {"CI_COMMIT_SHA", "def456"},
+      {"CI_COMMIT_REF_NAME", "topic"}, {"CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "release"},
+      {"CI_DEFAULT_BRANCH", "main"},   {"CI_PIPELINE_ID", "99"}};
+  auto ci = read_ci_context({}, fake_env(vars));
+  EXPECT_EQ(ci.provider, "gitlab");
+  EXPECT_EQ(ci.baseline_branch, "release");
+  vars.erase("CI_MERGE_REQUEST_TARGET_BRANCH_NAME");
+  EXPECT_EQ(read_ci_context({}, fake_env(vars)).baseline_branch, "main");
+}
+
+TEST(CiContextTest, FlagsWinOverEnvironment) {
+  CiOverrides flags{"f00d", "mine", "trunk"};
+  auto ci = read_ci_context(flags, fake_env({{"CI_COMMIT_SHA", "def456"},
+                                             {"CI_COMMIT_REF_NAME", "topic"},
+                                             {"CI_DEFAULT_BRANCH", "main"}}));
+  EXPECT_EQ(ci.commit, "f00d");
+  EXPECT_EQ(ci.branch, "mine");
+  EXPECT_EQ(ci.baseline_branch, "trunk");
+}
+
+TEST(CiContextTest, LocalRunWithoutAnything) {
+  auto ci = read_ci_context({}, fake_env({}));
+  EXPECT_EQ(ci.provider, "local");
+  EXPECT_EQ(ci.branch, "");
+  EXPECT_EQ(ci.baseline_branch, "");
+}
+
+}  // namespace
+}  // namespace perfgate
