@@ -13,6 +13,7 @@ namespace perfgate {
 /// What to run: one request shape, the load shape, and the timed windows.
 struct LoadPlan {
   TargetSpec target;
+  std::vector<TargetSpec> mix;  // weighted request mix; empty = `target` alone
   int threads = 1;
   int connections = 1;
   Nanos warmup{0};
@@ -21,6 +22,7 @@ struct LoadPlan {
   int discard = 0;
   double rate = 0;  // 0 = closed model
   Nanos timeout = std::chrono::seconds(5);
+  Nanos connect_timeout = std::chrono::seconds(2);
 };
 
 LoadPlan plan_from_profile(const Profile& profile);

@@ -14,12 +14,18 @@
 
 namespace perfgate {
 
-/// The request every connection sends.
+/// One request shape. The profile's `target` is one; `target.requests` makes a
+/// weighted mix of several, each inheriting what it does not set from `target`.
 struct TargetSpec {
   std::string url;
   std::string method = "GET";
   std::vector<std::pair<std::string, std::string>> headers;  // in profile order
-  std::string body;
+  std::string body;                  // the bytes sent (read from `body_file` when that is set)
+  std::string body_file;             // as written in the profile, for messages; empty = inline body
+  std::string name;                  // label of a mix entry ("" for the single target)
+  double weight = 1;                 // share of a mix, relative to the other entries
+  bool tls_verify = true;            // `target.tls_verify: false` is the explicit opt-out
+  std::string http_version = "1.1";  // "1.1" or "2" (HTTP/2 needs the curl engine)
 };
 
 struct LoadSpec {
@@ -30,6 +36,7 @@ struct LoadSpec {
   double rate = 0;                          // requests/s over all connections; 0 = closed model
   std::string engine = "auto";              // auto | curl | native
   Nanos timeout = std::chrono::seconds(5);  // per request, connect included
+  Nanos connect_timeout = std::chrono::seconds(2);
 };
 
 struct RepeatSpec {
@@ -37,13 +44,29 @@ struct RepeatSpec {
   int discard = 2;
 };
 
-/// A command perfgate starts before the load and stops after it.
+/// The service under test. With `command`, perfgate starts it before the load and
+/// stops it after; with only `pid_file` or `process_name`, it runs elsewhere on
+/// this host and perfgate just attributes its CPU and memory to it.
 struct ServiceSpec {
-  std::vector<std::string> command;
-  std::string ready_url;  // polled until it answers 2xx/3xx; defaults to target.url
+  std::vector<std::string> command;  // empty = not started by perfgate
+  std::string pid_file;              // a file holding the service's PID
+  std::string process_name;          // or its process name (/proc/PID/comm)
+  std::string ready_url;             // polled until it answers 2xx/3xx; defaults to target.url
   Nanos ready_timeout = std::chrono::seconds(30);
   std::string cwd;  // empty = perfgate's working directory
   std::vector<std::pair<std::string, std::string>> env;
+};
+
+/// When the load machine itself set the pace (`saturation` in the profile).
+/// Percentages are of one core for a thread, of all cores for the host.
+struct SaturationSpec {
+  Nanos interval = std::chrono::milliseconds(250);  // host sampling period
+  double generator_thread_cpu_pct = 90;             // a load thread this busy for most of a window
+  double foreign_cpu_pct = 25;  // CPU used by processes other than perfgate and the service
+  double host_cpu_pct = 90;     // whole host busy; judged only when the service is remote
+  double steal_pct = 5;
+  double memory_available_min_pct = 5;
+  double cpu_pressure_pct = 20;  // /proc/pressure/cpu "some avg10"
 };
 
 struct Profile {
@@ -53,8 +76,10 @@ struct Profile {
   TargetSpec target;
   LoadSpec load;
   RepeatSpec repeat;
-  ThresholdSet thresholds;  // metric key -> limits (defaults filled when absent)
+  ThresholdSet thresholds;           // metric key -> limits (defaults filled when absent)
+  std::vector<TargetSpec> requests;  // the mix; empty = `target` alone
   std::optional<ServiceSpec> service;
+  SaturationSpec saturation;
 
   /// SHA-256 (hex) of what changes results: target, load and repeat, before
   /// environment substitution (a rotated token or another port is the same test).

@@ -1,0 +1,46 @@
+// `perfgate run` and `perfgate validate`.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "perfgate/command.h"
+#include "perfgate/gate.h"
+
+namespace perfgate {
+
+void register_run_command(CommandSet& commands) {
+  auto opt = std::make_shared<RunOptions>();
+  auto* run = commands.app().add_subcommand(
+      "run", "Run a profile, judge it against the baseline, store it, report");
+  run->add_option("profile", opt->profile_path, "Profile file (JSON with comments)")->required();
+  run->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
+  run->add_option("--junit", opt->junit_path, "Write a JUnit XML report here");
+  run->add_option("--json", opt->json_path, "Write the JSON result here");
+  run->add_option("--summary", opt->summary_path,
+                  "Write a Markdown summary here (default: $GITHUB_STEP_SUMMARY when set)");
+  run->add_option("--commit", opt->ci.commit, "Commit SHA (default: GITHUB_SHA / CI_COMMIT_SHA)");
+  run->add_option("--branch", opt->ci.branch, "Branch of this run (default: from CI variables)");
+  run->add_option(
+      "--baseline-branch", opt->ci.baseline_branch,
+      "Branch whose runs are the baseline (default: PR/MR target, else default branch)");
+  run->add_flag("!--no-record", opt->record, "Judge without storing this run");
+  commands.add(run, [opt](const CommandContext& ctx) {
+    return to_int(run_gate(*opt, ctx.env, std::cout, ctx.stop));
+  });
+}
+
+void register_validate_command(CommandSet& commands) {
+  auto path = std::make_shared<std::filesystem::path>();
+  auto* validate = commands.app().add_subcommand("validate", "Check a profile and print its hash");
+  validate->add_option("profile", *path, "Profile file")->required();
+  commands.add(validate, [path](const CommandContext& ctx) {
+    auto profile = load_profile(*path, ctx.env);
+    std::cout << path->string() << ": ok (profile \"" << profile.name << "\", hash "
+              << profile.hash.substr(0, 12) << ", " << profile.repeat.count << " x "
+              << format_duration(profile.load.duration) << ", " << profile.load.connections
+              << " connections)\n";
+    return 0;
+  });
+}
+
+}  // namespace perfgate
