@@ -94,6 +94,9 @@ int run_cli(int argc, char** argv) {
   register_bench_command(commands);
   register_validate_command(commands);
   register_demo_server_command(commands);
+  register_doctor_command(commands);
+  register_store_command(commands);
+  register_report_command(commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,1 +1,8 @@
 // placeholder: being written
+#include "perfgate/command.h"
+
+namespace perfgate {
+
+void register_store_command(CommandSet&) {}
+
+}  // namespace perfgate
