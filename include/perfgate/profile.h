@@ -80,6 +80,7 @@ struct Profile {
   std::vector<TargetSpec> requests;  // the mix; empty = `target` alone
   std::optional<ServiceSpec> service;
   SaturationSpec saturation;
+  std::vector<std::string> redact;  // more header names whose values are never written
 
   /// SHA-256 (hex) of what changes results: target, load and repeat, before
   /// environment substitution (a rotated token or another port is the same test).

@@ -1,0 +1,154 @@
+#include "profile_reader.h"
+
+#include <cctype>
+#include <cstdio>
+
+namespace perfgate::profile_detail {
+namespace {
+
+constexpr size_t kMaxShownChars = 60;
+
+}  // namespace
+
+std::string shown(const Doc& value) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > kMaxShownChars) text = text.substr(0, kMaxShownChars) + "...";
+  return text;
+}
+
+std::string json_quoted(std::string_view text) {
+  return shown(Doc(std::string(text)));
+}
+
+std::string number_text(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.12g", value);
+  return buf;
+}
+
+std::string percent_text(double value) {
+  return number_text(value) + "%";
+}
+
+static size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t substitution = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      diagonal = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitution});
+    }
+  }
+  return row[b.size()];
+}
+
+std::string unknown_key_message(std::string_view key, Keys known) {
+  auto nearest = std::min_element(known.begin(), known.end(), [&](auto a, auto b) {
+    return edit_distance(key, a) < edit_distance(key, b);
+  });
+  // Past a third of the word a suggestion is a guess; list the choices instead.
+  if (nearest != known.end() && edit_distance(key, *nearest) <= std::max<size_t>(2, key.size() / 3))
+    return "unknown key; did you mean \"" + std::string(*nearest) + "\"?";
+  std::string list;
+  for (auto name : known) list += (list.empty() ? "" : ", ") + std::string(name);
+  return "unknown key; expected one of: " + list;
+}
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool is_env_name(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+}
+
+/// The value of one `${...}`: NAME or NAME:-default (the default also when set but empty).
+static std::string variable(std::string_view spec, const EnvLookup& env,
+                            std::vector<std::string>& errors) {
+  size_t separator = spec.find(":-");
+  std::string name(spec.substr(0, separator));
+  if (!is_env_name(name)) {
+    errors.push_back("\"${" + std::string(spec) + "}\" names no variable (letters, digits, _)");
+    return "";
+  }
+  auto value = env(name);
+  if (value && (!value->empty() || separator == std::string_view::npos)) return *value;
+  if (separator != std::string_view::npos) return std::string(spec.substr(separator + 2));
+  errors.push_back("environment variable " + name + " is not set (write ${" + name +
+                   ":-default} to give a default)");
+  return "";
+}
+
+/// Expands `${NAME}` and `${NAME:-default}`; `$${` stands for a literal `${`.
+static std::string expand(std::string_view text, const EnvLookup& env,
+                          std::vector<std::string>& errors) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text.substr(i, 3) == "$${") {
+      out += "${";
+      i += 3;
+    } else if (text.substr(i, 2) == "${") {
+      size_t close = text.find('}', i + 2);
+      if (close == std::string_view::npos) {
+        errors.push_back("unterminated \"${\" (write \"$${\" for a literal \"${\")");
+        return out + std::string(text.substr(i));
+      }
+      out += variable(text.substr(i + 2, close - i - 2), env, errors);
+      i = close + 1;
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
+Doc substitute(const Doc& value, const std::string& path, const EnvLookup& env,
+               Problems& problems) {
+  if (value.is_string()) {
+    std::vector<std::string> errors;
+    Doc out = expand(value.get_ref<const std::string&>(), env, errors);
+    for (auto& error : errors) problems.add(path, std::move(error));
+    if (!errors.empty()) problems.mute(path);
+    return out;
+  }
+  Doc out = value;
+  if (value.is_object()) {
+    for (auto& [key, item] : value.items())
+      if (!(path.empty() && key == "$schema"))
+        out[key] = substitute(item, child_path(path, key), env, problems);
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i)
+      out[i] = substitute(value[i], element_path(path, i), env, problems);
+  }
+  return out;
+}
+
+bool is_integral(const Doc& value) {
+  if (value.is_number_integer()) return true;
+  return value.is_number_float() && std::floor(value.get<double>()) == value.get<double>();
+}
+
+std::optional<Nanos> duration_of(const Doc& value) {
+  if (value.is_string()) return parse_duration(value.get_ref<const std::string&>());
+  if (!value.is_number()) return std::nullopt;
+  double seconds = value.get<double>();
+  if (seconds < 0) return std::nullopt;
+  // Far past every limit, and still far from overflowing the nanosecond count.
+  if (seconds > 1e9) return Nanos::max();
+  return Nanos(std::llround(seconds * 1e9));
+}
+
+std::optional<double> percent_of(const Doc& value) {
+  if (value.is_string()) return parse_percent(value.get_ref<const std::string&>());
+  if (value.is_number() && value.get<double>() >= 0) return value.get<double>();
+  return std::nullopt;
+}
+
+}  // namespace perfgate::profile_detail

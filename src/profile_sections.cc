@@ -1,0 +1,218 @@
+#include <algorithm>
+#include <array>
+
+#include "profile_sections.h"
+
+namespace perfgate::profile_detail {
+namespace {
+
+constexpr std::array<std::string_view, 10> kRootKeys = {
+    "$schema", "name",       "description", "target",     "load",
+    "repeat",  "thresholds", "service",     "saturation", "redact"};
+constexpr std::array<std::string_view, 8> kLoadKeys = {
+    "threads", "connections", "duration", "warmup", "rate", "engine", "timeout", "connect_timeout"};
+constexpr std::array<std::string_view, 2> kRepeatKeys = {"count", "discard"};
+constexpr std::array<std::string_view, 3> kFloorKeys = {"warn", "fail", "min"};
+constexpr std::array<std::string_view, 3> kCeilingKeys = {"warn", "fail", "max"};
+constexpr std::array<std::string_view, 7> kServiceKeys = {
+    "command", "ready_url", "ready_timeout", "cwd", "env", "pid_file", "process_name"};
+constexpr std::array<std::string_view, 7> kSaturationKeys = {
+    "interval", "generator_cpu",    "foreign_cpu", "host_cpu",
+    "steal",    "memory_available", "cpu_pressure"};
+constexpr std::array<std::string_view, 3> kEngines = {"auto", "curl", "native"};
+
+// Limits past which a value is a typo, not a test plan.
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxConnections = 1'000'000;
+constexpr int kMaxRepeats = 10'000;
+constexpr double kMaxRate = 100'000'000;
+constexpr Nanos kMaxDuration = std::chrono::hours(24);
+constexpr Nanos kMaxWarmup = std::chrono::hours(1);
+constexpr Nanos kMaxTimeout = std::chrono::hours(1);
+
+std::string read_name(const Section& root) {
+  if (!root.require("name")) return "";
+  auto name = root.string("name");
+  if (name) {
+    if (auto why = name_problem(*name)) root.problem("name", *why);
+  }
+  return name.value_or("");
+}
+
+void check_engine(const Section& s, const LoadSpec& load, const TargetSpec& target) {
+  if (std::find(kEngines.begin(), kEngines.end(), load.engine) == kEngines.end()) {
+    s.problem("engine",
+              "must be \"auto\", \"curl\" or \"native\", got " + json_quoted(load.engine));
+  } else if (load.engine == "native" && target.url.starts_with("https://")) {
+    s.problem("engine",
+              "\"native\" serves plain http:// only; use \"curl\" or \"auto\" for https://");
+  } else if (load.engine == "native" && target.http_version == "2") {
+    s.problem("engine", "\"native\" speaks HTTP/1.1 only; use \"curl\" for http_version \"2\"");
+  }
+}
+
+LoadSpec read_load(const Section& root, const TargetSpec& target) {
+  LoadSpec load;
+  Section s = root.object("load");
+  s.reject_unknown(kLoadKeys);
+  auto threads = s.integer("threads", 1, kMaxThreads);
+  auto connections = s.integer("connections", 1, kMaxConnections);
+  load.threads = threads.value_or(load.threads);
+  load.connections = connections.value_or(load.connections);
+  // Every thread needs a connection of its own; checked only when both are valid.
+  if ((threads || !s.has("threads")) && (connections || !s.has("connections")) &&
+      load.connections < load.threads)
+    s.problem("connections", "must be at least threads (" + std::to_string(load.threads) +
+                                 "), got " + std::to_string(load.connections) +
+                                 (connections ? "" : " (the default)"));
+  load.duration = s.duration("duration", false, kMaxDuration).value_or(load.duration);
+  load.warmup = s.duration("warmup", true, kMaxWarmup).value_or(load.warmup);
+  load.rate = s.number("rate", 0, kMaxRate).value_or(load.rate);
+  load.engine = s.string("engine").value_or(load.engine);
+  check_engine(s, load, target);
+  load.timeout = s.duration("timeout", false, kMaxTimeout).value_or(load.timeout);
+  load.connect_timeout =
+      s.duration("connect_timeout", false, kMaxTimeout).value_or(load.connect_timeout);
+  return load;
+}
+
+RepeatSpec read_repeat(const Section& root) {
+  RepeatSpec repeat;
+  Section s = root.object("repeat");
+  s.reject_unknown(kRepeatKeys);
+  auto count = s.integer("count", 1, kMaxRepeats);
+  auto discard = s.integer("discard", 0, kMaxRepeats);
+  repeat.count = count.value_or(repeat.count);
+  repeat.discard = discard.value_or(repeat.discard);
+  if ((count || !s.has("count")) && (discard || !s.has("discard")) &&
+      repeat.discard >= repeat.count)
+    s.problem("discard", "must be less than count (" + std::to_string(repeat.count) + "), got " +
+                             std::to_string(repeat.discard) +
+                             (discard ? "" : " (the default; set it explicitly)"));
+  return repeat;
+}
+
+/// Latency ceilings need a unit: a bare 50 would read as 50 seconds.
+std::optional<double> latency_ceiling_ms(const Section& entry) {
+  const Doc* value = entry.get("max");
+  if (value && !value->is_string()) {
+    entry.problem("max", "must be a duration with a unit like \"50ms\", got " + shown(*value));
+    return std::nullopt;
+  }
+  auto d = entry.duration("max", false, kMaxTimeout);
+  if (!d) return std::nullopt;
+  return to_millis(*d);
+}
+
+Thresholds read_limits(const Section& entry, const MetricDef& def) {
+  bool throughput = def.better == Better::kHigher;
+  entry.reject_unknown(throughput ? Keys(kFloorKeys) : Keys(kCeilingKeys));
+  // A throughput cannot fall by more than 100 %; a latency can grow without bound.
+  double max_change = throughput ? 100 : 1'000'000;
+  Thresholds limits;
+  limits.warn_pct = entry.percent("warn", max_change);
+  limits.fail_pct = entry.percent("fail", max_change);
+  if (limits.warn_pct && limits.fail_pct && *limits.warn_pct > *limits.fail_pct)
+    entry.problem("warn", "must not exceed fail (" + percent_text(*limits.fail_pct) + "), got " +
+                              percent_text(*limits.warn_pct));
+  if (throughput) {
+    limits.min = entry.positive_number("min");
+  } else if (def.unit == "ms") {
+    limits.max = latency_ceiling_ms(entry);
+  } else {
+    limits.max = entry.percent("max", 100);
+  }
+  return limits;
+}
+
+ThresholdSet read_thresholds(const Section& root) {
+  if (!root.has("thresholds")) return default_thresholds();
+  Section s = root.object("thresholds");
+  std::vector<std::string_view> known;
+  for (const auto& def : metric_defs()) known.push_back(def.threshold_key);
+  s.reject_unknown(known);
+  ThresholdSet set;
+  for (const auto& def : metric_defs()) {
+    Section entry = s.object(def.threshold_key);
+    if (!entry.present()) continue;
+    Thresholds limits = read_limits(entry, def);
+    if (limits.any()) {
+      set[std::string(def.key)] = limits;
+    } else if (!entry.has("warn") && !entry.has("fail") && !entry.has("max") && !entry.has("min")) {
+      entry.problem(
+          "", std::string("sets no limit; give ") +
+                  (def.better == Better::kHigher ? "warn, fail or min" : "warn, fail or max"));
+    }
+  }
+  return set;
+}
+
+std::optional<ServiceSpec> read_service(const Section& root, const TargetSpec& target) {
+  Section s = root.object("service");
+  if (!s.present()) return std::nullopt;
+  s.reject_unknown(kServiceKeys);
+  ServiceSpec service;
+  service.pid_file = s.string("pid_file").value_or("");
+  service.process_name = s.string("process_name").value_or("");
+  // A service that runs elsewhere on this host is only watched, not started.
+  bool watched_only = !service.pid_file.empty() || !service.process_name.empty();
+  if (s.has("command") || !watched_only) {
+    if (s.require("command")) service.command = s.string_list("command");
+  }
+  service.ready_url = s.has("ready_url") ? read_url(s, "ready_url") : target.url;
+  service.ready_timeout =
+      s.duration("ready_timeout", false, kMaxTimeout).value_or(service.ready_timeout);
+  service.cwd = s.string("cwd").value_or("");
+  service.env = s.string_map("env", env_name_problem);
+  return service;
+}
+
+SaturationSpec read_saturation(const Section& root) {
+  SaturationSpec spec;
+  Section s = root.object("saturation");
+  s.reject_unknown(kSaturationKeys);
+  spec.interval = s.duration("interval", false, std::chrono::seconds(10)).value_or(spec.interval);
+  spec.generator_thread_cpu_pct =
+      s.percent("generator_cpu", 100).value_or(spec.generator_thread_cpu_pct);
+  spec.foreign_cpu_pct = s.percent("foreign_cpu", 100).value_or(spec.foreign_cpu_pct);
+  spec.host_cpu_pct = s.percent("host_cpu", 100).value_or(spec.host_cpu_pct);
+  spec.steal_pct = s.percent("steal", 100).value_or(spec.steal_pct);
+  spec.memory_available_min_pct =
+      s.percent("memory_available", 100).value_or(spec.memory_available_min_pct);
+  spec.cpu_pressure_pct = s.percent("cpu_pressure", 100).value_or(spec.cpu_pressure_pct);
+  return spec;
+}
+
+std::vector<std::string> read_redact(const Section& root) {
+  if (!root.has("redact")) return {};
+  auto names = root.string_list("redact");
+  for (size_t i = 0; i < names.size(); ++i)
+    if (auto why = header_name_problem(names[i])) root.problem(element_path("redact", i), *why);
+  return names;
+}
+
+}  // namespace
+
+Profile read_profile(const Doc& doc, Problems& problems, const std::filesystem::path& base_dir) {
+  Profile profile;
+  if (!doc.is_object()) {
+    problems.add("", "a profile is a JSON object, got " + shown(doc));
+    return profile;
+  }
+  Section root(&doc, "", problems);
+  root.reject_unknown(kRootKeys);
+  root.string("$schema");  // only for editors; type-checked so that the schema stays exact
+  profile.name = read_name(root);
+  profile.description = root.string("description").value_or("");
+  profile.target = read_target(root, base_dir);
+  profile.requests = read_requests(root, profile.target, base_dir);
+  profile.load = read_load(root, profile.target);
+  profile.repeat = read_repeat(root);
+  profile.thresholds = read_thresholds(root);
+  profile.service = read_service(root, profile.target);
+  profile.saturation = read_saturation(root);
+  profile.redact = read_redact(root);
+  return profile;
+}
+
+}  // namespace perfgate::profile_detail

@@ -1,0 +1,231 @@
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "profile_sections.h"
+
+namespace perfgate::profile_detail {
+namespace {
+
+constexpr std::array<std::string_view, 8> kTargetKeys = {
+    "url", "method", "headers", "body", "body_file", "tls_verify", "http_version", "requests"};
+constexpr std::array<std::string_view, 8> kRequestKeys = {"name",   "weight",  "url",  "path",
+                                                          "method", "headers", "body", "body_file"};
+constexpr size_t kMaxBodyBytes = 64 * 1024 * 1024;
+constexpr size_t kMaxRequests = 1000;
+
+}  // namespace
+
+static bool is_token_char(unsigned char c) {
+  return std::isalnum(c) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+}
+
+std::optional<std::string> name_problem(std::string_view name) {
+  bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+  });
+  if (ok) return std::nullopt;
+  return "must be letters, digits, '.', '_' or '-' (it names the test in the store), got " +
+         json_quoted(name);
+}
+
+std::optional<std::string> header_name_problem(std::string_view name) {
+  if (!name.empty() && std::all_of(name.begin(), name.end(), is_token_char)) return std::nullopt;
+  return "is not a valid HTTP header name";
+}
+
+std::optional<std::string> env_name_problem(std::string_view name) {
+  if (is_env_name(name)) return std::nullopt;
+  return "is not a valid environment variable name (letters, digits, _)";
+}
+
+static std::optional<std::string> port_problem(std::string_view port) {
+  bool digits =
+      !port.empty() && port.size() <= 5 &&
+      std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); });
+  if (digits && std::atoi(std::string(port).c_str()) >= 1 &&
+      std::atoi(std::string(port).c_str()) <= 65535)
+    return std::nullopt;
+  return "port must be a number from 1 to 65535, got " + json_quoted(port);
+}
+
+/// Host and optional port of "user@host:port", "[::1]:8080" or "example.com".
+static std::optional<std::string> authority_problem(std::string_view authority) {
+  size_t at = authority.rfind('@');
+  std::string_view host = at == std::string_view::npos ? authority : authority.substr(at + 1);
+  size_t colon = host.rfind(':');
+  if (!host.empty() && host[0] == '[') {
+    size_t close = host.find(']');
+    if (close == std::string_view::npos) return "has an unclosed IPv6 address \"[\"";
+    colon = close + 1 < host.size() && host[close + 1] == ':' ? close + 1 : std::string_view::npos;
+  }
+  if (colon != std::string_view::npos) {
+    if (auto why = port_problem(host.substr(colon + 1))) return why;
+    host = host.substr(0, colon);
+  }
+  if (host.empty() || host == "[]") return "has no host";
+  return std::nullopt;
+}
+
+static std::optional<std::string> url_problem(std::string_view url) {
+  size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos)
+    return "must be an absolute http:// or https:// URL, got " + json_quoted(url);
+  std::string_view scheme = url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https")
+    return "scheme \"" + std::string(scheme) + "\" is not supported; use http:// or https://";
+  if (url.find_first_of(" \t\r\n") != std::string_view::npos) return "must not contain whitespace";
+  std::string_view rest = url.substr(scheme_end + 3);
+  if (auto why = authority_problem(rest.substr(0, rest.find_first_of("/?#"))))
+    return *why + ": " + json_quoted(url);
+  return std::nullopt;
+}
+
+static bool is_method(std::string_view method) {
+  return !method.empty() && method[0] >= 'A' && method[0] <= 'Z' &&
+         std::all_of(method.begin(), method.end(), [](char c) {
+           return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+         });
+}
+
+std::string read_url(const Section& section, std::string_view key) {
+  auto url = section.string(key);
+  if (url) {
+    if (auto why = url_problem(*url)) section.problem(key, *why);
+  }
+  return url.value_or("");
+}
+
+namespace {
+
+std::string method_of(const Section& s, const std::string& inherited) {
+  auto method = s.string("method").value_or(inherited);
+  if (!is_method(method))
+    s.problem("method", "must be an uppercase HTTP method like \"GET\" or \"POST\", got " +
+                            json_quoted(method));
+  return method;
+}
+
+std::vector<std::pair<std::string, std::string>> headers_of(const Section& s) {
+  auto headers = s.string_map("headers", header_name_problem);
+  for (const auto& [name, value] : headers)
+    if (value.find_first_of("\r\n") != std::string::npos)
+      s.problem(child_path("headers", name), "must not contain a line break");
+  return headers;
+}
+
+// A body from `body` or from `body_file` (relative to the profile's folder).
+void read_body(const Section& s, const std::filesystem::path& base_dir, TargetSpec& target) {
+  if (s.has("body") && s.has("body_file")) {
+    s.problem("body_file", "give either body or body_file, not both");
+    return;
+  }
+  if (auto body = s.string("body")) target.body = *body;
+  auto file = s.string("body_file");
+  if (!file) return;
+  target.body_file = *file;
+  std::filesystem::path path = base_dir / *file;
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  if (!in || std::filesystem::is_directory(path, ec)) {
+    s.problem("body_file", "cannot read " + json_quoted(path.string()));
+    return;
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  target.body = bytes.str();
+  if (target.body.size() > kMaxBodyBytes)
+    s.problem("body_file", "is larger than 64 MiB; a load test body should be small");
+}
+
+void read_http_options(const Section& s, TargetSpec& target) {
+  if (const Doc* verify = s.get("tls_verify")) {
+    if (verify->is_boolean())
+      target.tls_verify = verify->get<bool>();
+    else
+      s.problem("tls_verify", "must be true or false, got " + shown(*verify));
+  }
+  target.http_version = s.string("http_version").value_or(target.http_version);
+  if (target.http_version != "1.1" && target.http_version != "2")
+    s.problem("http_version", "must be \"1.1\" or \"2\", got " + json_quoted(target.http_version));
+}
+
+// "https://host:8080/a/b?q" -> "https://host:8080".
+std::string origin_of(const std::string& url) {
+  size_t start = url.find("://");
+  if (start == std::string::npos) return url;
+  size_t end = url.find_first_of("/?#", start + 3);
+  return end == std::string::npos ? url : url.substr(0, end);
+}
+
+std::string entry_url(const Section& e, const TargetSpec& base) {
+  if (e.has("url") && e.has("path")) e.problem("path", "give either url or path, not both");
+  if (e.has("url")) return read_url(e, "url");
+  auto path = e.string("path");
+  if (!path) return base.url;
+  if (path->empty() || (*path)[0] != '/')
+    e.problem("path", "must start with \"/\", got " + json_quoted(*path));
+  return origin_of(base.url) + *path;
+}
+
+TargetSpec read_request(const Section& e, const TargetSpec& base,
+                        const std::filesystem::path& base_dir) {
+  e.reject_unknown(kRequestKeys);
+  TargetSpec request = base;  // inherits what it does not set
+  request.name = e.string("name").value_or("");
+  request.url = entry_url(e, base);
+  request.method = method_of(e, base.method);
+  for (auto& header : headers_of(e)) {
+    auto same = [&](const auto& h) { return lowercase(h.first) == lowercase(header.first); };
+    std::erase_if(request.headers, same);
+    request.headers.push_back(std::move(header));
+  }
+  if (e.has("body") || e.has("body_file")) {
+    request.body_file.clear();
+    read_body(e, base_dir, request);
+  }
+  request.weight = e.positive_number("weight").value_or(1);
+  return request;
+}
+
+}  // namespace
+
+TargetSpec read_target(const Section& root, const std::filesystem::path& base_dir) {
+  TargetSpec target;
+  if (!root.require("target")) return target;
+  Section s = root.object("target");
+  s.reject_unknown(kTargetKeys);
+  if (s.require("url")) target.url = read_url(s, "url");
+  target.method = method_of(s, target.method);
+  target.headers = headers_of(s);
+  read_body(s, base_dir, target);
+  read_http_options(s, target);
+  return target;
+}
+
+std::vector<TargetSpec> read_requests(const Section& root, const TargetSpec& base,
+                                      const std::filesystem::path& base_dir) {
+  std::vector<TargetSpec> mix;
+  Section target = root.object("target");
+  const Doc* list = target.get("requests");
+  if (!list) return mix;
+  if (!list->is_array() || list->empty() || list->size() > kMaxRequests) {
+    target.problem("requests", "must be a non-empty array of request objects, got " + shown(*list));
+    return mix;
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    Section entry(&(*list)[i], element_path(target.path_of("requests"), i), target.problems());
+    if (!(*list)[i].is_object()) {
+      entry.problem("", "must be an object, got " + shown((*list)[i]));
+      continue;
+    }
+    mix.push_back(read_request(entry, base, base_dir));
+  }
+  return mix;
+}
+
+}  // namespace perfgate::profile_detail
