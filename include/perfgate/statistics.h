@@ -1,0 +1,102 @@
+#pragma once
+
+// Distribution-free statistics behind the noise-aware verdict (issue 5): rank tests,
+// Hodges-Lehmann shifts with their confidence intervals, and a seeded bootstrap.
+// Pure functions of value spans; see docs/statistics.md for the formulas.
+//
+// Error convention: inputs that cannot give an answer (an empty span, a NaN, a
+// confidence outside (0, 1), a zero baseline median for a relative change) throw
+// std::invalid_argument with a message that says which argument and why.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace perfgate {
+namespace stats {
+
+/// Median; the mean of the two middle values for an even count.
+double median(std::span<const double> values);
+/// Sample quantile of type 7 (R's default, numpy's "linear"): interpolates between
+/// order statistics at h = (n - 1) * p. `p` in [0, 1].
+double quantile(std::span<const double> values, double p);
+/// Median absolute deviation from the median, times `scale`. The default 1.4826 makes it
+/// estimate the standard deviation of normal data, as R's mad() does; pass 1 for the raw MAD.
+double mad(std::span<const double> values, double scale = 1.4826);
+/// Ranks 1..n in input order; tied values share the average of their ranks.
+std::vector<double> ranks(std::span<const double> values);
+
+/// Standard normal distribution function, Phi(z).
+double normal_cdf(double z);
+/// Its inverse, for p in (0, 1); accurate to about 1e-15.
+double normal_quantile(double p);
+
+/// A rank test's outcome.
+struct TestResult {
+  double statistic = 0;  // Mann-Whitney U of the first sample, or Wilcoxon's V
+  double p_value = 1;    // two-sided
+  bool exact = false;    // exact null distribution, else normal approximation
+};
+
+/// Mann-Whitney U (Wilcoxon rank-sum) test of `x` against `y`, two-sided. Exact when
+/// both samples are smaller than 50 and have no ties (R's wilcox.test rule), else the
+/// normal approximation with tie and continuity corrections.
+TestResult mann_whitney(std::span<const double> x, std::span<const double> y);
+
+/// Wilcoxon signed-rank test that paired `differences` are centred on zero, two-sided.
+/// Zero differences are dropped (Wilcoxon's method, R's and SciPy's default). Exact when
+/// fewer than 50 remain and there were neither ties nor zeros, else the normal
+/// approximation with tie and continuity corrections.
+TestResult wilcoxon_signed_rank(std::span<const double> differences);
+
+/// A point estimate with its confidence interval.
+struct Interval {
+  double estimate = 0;
+  double low = 0;
+  double high = 0;
+};
+
+/// Hodges-Lehmann shift of `x` relative to `y`: the median of all differences x_i - y_j,
+/// with the distribution-free interval read off the sorted differences at Mann-Whitney
+/// critical values (exact as R for small samples without ties, normal otherwise).
+Interval hodges_lehmann(std::span<const double> x, std::span<const double> y, double confidence);
+
+/// Hodges-Lehmann estimate for paired data: the median of the Walsh averages
+/// (d_i + d_j) / 2, i <= j, with the interval at signed-rank critical values.
+Interval hodges_lehmann_paired(std::span<const double> differences, double confidence);
+
+/// Percentile bootstrap of median(now) / median(baseline): each sample is resampled
+/// with replacement on its own. Deterministic for a `seed` on every standard library.
+Interval bootstrap_median_ratio(std::span<const double> now, std::span<const double> baseline,
+                                double confidence, std::uint64_t seed, int resamples = 2000);
+
+}  // namespace stats
+
+/// A metric's relative change against its baseline, as the verdict reports it.
+struct ChangeEstimate {
+  double change_pct = 0;  // positive: the value went up
+  double ci_low_pct = 0;  // confidence interval of change_pct
+  double ci_high_pct = 0;
+  double p_value = 1;  // two-sided, of "no change"
+  int n_now = 0;
+  int n_base = 0;
+  std::string method;  // e.g. "mann-whitney+hodges-lehmann (exact)"
+};
+
+/// Change of `now` against an independent `baseline` sample (pooled baseline runs):
+/// Hodges-Lehmann shift and interval divided by the baseline median, in percent, with
+/// the Mann-Whitney p-value. Throws std::invalid_argument on empty samples, NaNs, a
+/// confidence outside (0, 1) or a zero baseline median.
+ChangeEstimate estimate_change(std::span<const double> now, std::span<const double> baseline,
+                               double confidence);
+
+/// Change in paired mode: now[i] and baseline[i] ran side by side. Works on the
+/// log-ratios log(now[i] / baseline[i]), so the estimate is a geometric ratio:
+/// change_pct = (exp(HL) - 1) * 100; p-value from the Wilcoxon signed-rank test.
+/// Throws std::invalid_argument as estimate_change does, and also on spans of different
+/// lengths or values that are not positive (a ratio needs both sides above zero).
+ChangeEstimate estimate_paired_change(std::span<const double> now, std::span<const double> baseline,
+                                      double confidence);
+
+}  // namespace perfgate
