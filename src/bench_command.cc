@@ -22,6 +22,7 @@ struct BenchArgs {
   bool latency = false;
   std::string json_path;
   std::vector<std::string> headers;
+  std::string engine = "auto";  // hidden: bench/engines.sh compares the engines
 };
 
 TargetSpec bench_target(const BenchArgs& args) {
@@ -54,7 +55,7 @@ LoadPlan bench_plan(const BenchArgs& args) {
 
 int run_bench(const BenchArgs& args, const CommandContext& ctx) {
   auto plan = bench_plan(args);
-  auto engine = make_load_engine("auto", plan.target);
+  auto engine = make_load_engine(args.engine, plan.target);
   probe_target(plan.target, plan.timeout);
   auto result = engine->run(plan, ctx.stop, {});
   std::cout << bench_report(plan, result, args.latency) << std::flush;
@@ -83,6 +84,8 @@ void register_bench_command(CommandSet& commands) {
   bench->add_option("--timeout", args->timeout, "Request timeout")->capture_default_str();
   bench->add_flag("--latency", args->latency, "Print the latency distribution");
   bench->add_option("--json", args->json_path, "Write the metrics as JSON here");
+  // An empty group hides the option from --help: it is for bench/, not users.
+  bench->add_option("--engine", args->engine, "auto, native or curl")->group("");
   commands.add(bench, [args](const CommandContext& ctx) { return run_bench(*args, ctx); });
 }
 

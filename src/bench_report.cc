@@ -67,6 +67,23 @@ std::string problems(const IterationStats& total) {
   return text;
 }
 
+// Open model only: what was asked against what came, and the latency a client
+// without coordinated-omission correction would have printed.
+std::string open_model(const LoadPlan& plan, const IterationStats& total, double rps) {
+  if (plan.rate <= 0) return "";
+  std::string text = format("  Rate: %.2f requests/s asked, %.2f achieved%s\n", plan.rate, rps,
+                            rps < 0.95 * plan.rate ? " (FELL SHORT)" : "");
+  text += format("  Late requests: %llu, never sent: %llu\n",
+                 static_cast<unsigned long long>(total.late),
+                 static_cast<unsigned long long>(total.never_sent));
+  const auto& u = total.latency_uncorrected;
+  text += format("  Uncorrected latency (from the actual send): p50 %s, p99 %s, p99.9 %s\n",
+                 format_time_us(static_cast<double>(u.percentile_ns(50)) / 1e3).c_str(),
+                 format_time_us(static_cast<double>(u.percentile_ns(99)) / 1e3).c_str(),
+                 format_time_us(static_cast<double>(u.percentile_ns(99.9)) / 1e3).c_str());
+  return text;
+}
+
 }  // namespace
 
 std::string bench_report(const LoadPlan& plan, const LoadResult& result,
@@ -86,6 +103,7 @@ std::string bench_report(const LoadPlan& plan, const LoadResult& result,
   text += problems(total);
   double rps = seconds > 0 ? static_cast<double>(total.responses) / seconds : 0;
   double bps = seconds > 0 ? static_cast<double>(total.bytes_read) / seconds : 0;
+  text += open_model(plan, total, rps);
   text += format("Requests/sec: %9.2f\n", rps);
   text += format("Transfer/sec: %10sB\n", format_binary(bps).c_str());
   return text;

@@ -6,10 +6,13 @@
 #include <cctype>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "perfgate/arrival_schedule.h"
 #include "perfgate/error.h"
+#include "perfgate/fd_limit.h"
 
 namespace perfgate {
 namespace {
@@ -23,8 +26,6 @@ constexpr milliseconds kMaxPoll{50};
 // How long a handle rests after a failed connect (or a request that cannot be
 // sent at all) before it tries again, so that a dead target costs no CPU.
 constexpr milliseconds kRetryDelay{10};
-// How often run()'s caller looks whether the threads have closed a window.
-constexpr milliseconds kCallerTick{5};
 
 struct EasyCleanup {
   void operator()(CURL* easy) const { curl_easy_cleanup(easy); }
@@ -97,18 +98,39 @@ void set_method_and_body(CURL* easy, const TargetSpec& target) {
   }
 }
 
+long to_ms(Nanos d) {
+  return std::max<long>(1, std::chrono::duration_cast<milliseconds>(d).count());
+}
+
+// What one request shape sets on a handle; a handle of a mix gets it again
+// whenever its connection sends another entry than the last.
+void apply_entry(CURL* h, const TargetSpec& target, curl_slist* headers) {
+  curl_easy_setopt(h, CURLOPT_URL, target.url.c_str());
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, nullptr);
+  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);  // undoes the last entry's NOBODY or POST
+  set_method_and_body(h, target);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  long verify = target.tls_verify ? 1L : 0L;  // off only by the profile's explicit opt-out
+  curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, verify);
+  curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, verify ? 2L : 0L);
+  bool tls = target.url.size() >= 8 && std::tolower(target.url[4]) == 's';
+  long version = target.http_version != "2" ? CURL_HTTP_VERSION_1_1
+                 : tls                      ? CURL_HTTP_VERSION_2TLS
+                                            : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, version);
+}
+
 // One handle set up the same way for the load and for the probe.
-EasyPtr make_easy(const TargetSpec& target, curl_slist* headers, Nanos timeout, uint64_t* bytes) {
+EasyPtr make_easy(const TargetSpec& target, curl_slist* headers, Nanos timeout,
+                  Nanos connect_timeout, uint64_t* bytes) {
   EasyPtr easy(curl_easy_init());
   if (!easy) throw Error("cannot create a libcurl handle");
   CURL* h = easy.get();
-  curl_easy_setopt(h, CURLOPT_URL, target.url.c_str());
-  set_method_and_body(h, target);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  apply_entry(h, target, headers);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, to_ms(connect_timeout));
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-  long timeout_ms = std::max<long>(1, std::chrono::duration_cast<milliseconds>(timeout).count());
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, to_ms(timeout));
   // A gate measures the target, never a proxy picked up from the environment.
   curl_easy_setopt(h, CURLOPT_PROXY, "");
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, count_bytes);
@@ -129,14 +151,21 @@ bool fails_again_at_once(CURLcode code) {
 
 // One keep-alive connection: an easy handle and the request it has in flight.
 struct Connection {
+  Connection(int index_, const std::vector<TargetSpec>& entries) : index(index_), picker(entries) {}
+  int index;  // among all the run's connections: its place in the open-model schedule
   EasyPtr easy;
-  Clock::time_point started{};   // when the request was (re)added
+  WeightedRoundRobin picker;
+  size_t entry = 0;              // of the mix, set on the handle
+  uint64_t next_k = 0;           // open model: its next request in the schedule
+  Clock::time_point started{};   // when the request was (re)added: the actual send
+  Clock::time_point intended{};  // open model: when it should have been; else `started`
   Clock::time_point retry_at{};  // resting after a failure until then
   uint64_t bytes = 0;            // of the request in flight
   bool attached = false;         // added to the multi handle
 };
 
-void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::time_point now) {
+void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::time_point now,
+            bool open_model) {
   stats.bytes_read += c.bytes;
   if (code != CURLE_OK) {
     count_transfer_error(code, stats.errors);
@@ -146,7 +175,10 @@ void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::ti
   curl_easy_getinfo(c.easy.get(), CURLINFO_RESPONSE_CODE, &status);
   ++stats.responses;
   stats.statuses.count(static_cast<int>(status));
-  stats.latency.record(now - c.started);
+  // Open model: from the intended send, so that a stalled target is charged
+  // for every request it kept waiting (coordinated omission, wrk2's way).
+  stats.latency.record(now - c.intended);
+  if (open_model) stats.latency_uncorrected.record(now - c.started);
 }
 
 // One load thread. Built on run()'s thread, so that a setup failure is an Error
@@ -154,7 +186,7 @@ void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::ti
 // for the slots it has closed, which are final and read by run()'s thread.
 class Worker {
  public:
-  Worker(const LoadPlan& plan, int connections, RunWindows windows);
+  Worker(const LoadPlan& plan, int first_index, int connections, RunWindows windows);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -167,12 +199,18 @@ class Worker {
 
  private:
   void attach(Connection& c, Clock::time_point now);
+  void send(Connection& c, Clock::time_point now, Clock::time_point intended);
+  void rest(Connection& c, Clock::time_point until);
+  void count_never_sent();
   void collect_completions(Clock::time_point t0);
   void complete(Connection& c, CURLcode code, Clock::time_point now, Clock::time_point t0);
   void attach_rested(Clock::time_point now);
   int poll_timeout_ms(Clock::time_point now, Clock::time_point end) const;
 
-  SlistPtr headers_;  // declared first: outlives the handles
+  std::vector<TargetSpec> entries_;
+  std::vector<SlistPtr> headers_;  // one per entry; declared first: outlives the handles
+  std::optional<ArrivalSchedule> schedule_;
+  Clock::time_point t0_{};
   MultiPtr multi_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<Connection*> resting_;
@@ -182,8 +220,8 @@ class Worker {
   std::atomic<bool> finished_{false};
 };
 
-Worker::Worker(const LoadPlan& plan, int connections, RunWindows windows)
-    : headers_(make_header_list(plan.target)),
+Worker::Worker(const LoadPlan& plan, int first_index, int connections, RunWindows windows)
+    : entries_(requests_of(plan)),
       multi_(curl_multi_init()),
       stats_(static_cast<size_t>(windows.slots())),
       windows_(windows) {
@@ -193,9 +231,12 @@ Worker::Worker(const LoadPlan& plan, int connections, RunWindows windows)
   // handle takes it back instead of connecting again.
   curl_multi_setopt(multi_.get(), CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(connections));
   curl_multi_setopt(multi_.get(), CURLMOPT_MAXCONNECTS, static_cast<long>(connections));
+  for (const auto& entry : entries_) headers_.push_back(make_header_list(entry));
+  if (plan.rate > 0) schedule_.emplace(plan.rate, plan.connections);
   for (int i = 0; i < connections; ++i) {
-    auto c = std::make_unique<Connection>();
-    c->easy = make_easy(plan.target, headers_.get(), plan.timeout, &c->bytes);
+    auto c = std::make_unique<Connection>(first_index + i, entries_);
+    c->easy =
+        make_easy(entries_[0], headers_[0].get(), plan.timeout, plan.connect_timeout, &c->bytes);
     curl_easy_setopt(c->easy.get(), CURLOPT_PRIVATE, c.get());
     connections_.push_back(std::move(c));
   }
@@ -211,9 +252,11 @@ Worker::~Worker() {
 void Worker::run(Clock::time_point t0, const std::atomic<bool>& stop,
                  const std::atomic<bool>& abort) {
   const auto end = t0 + windows_.end();
+  t0_ = t0;
   for (auto& c : connections_) attach(*c, Clock::now());
   for (;;) {
     auto now = Clock::now();
+    if (now >= end) count_never_sent();  // before the last slot is published
     // Every later completion reads a later clock, so it lands in this slot or
     // a later one: the slots before it are final and can be published.
     closed_.store(windows_.slot_of(now - t0), std::memory_order_release);
@@ -227,16 +270,48 @@ void Worker::run(Clock::time_point t0, const std::atomic<bool>& stop,
   finished_.store(true, std::memory_order_release);
 }
 
+// Sends the connection's next request: at once in the closed model; in the
+// open model at its intended time, or at once when that has passed (the last
+// response came late), keeping the intended time as the latency's start.
 void Worker::attach(Connection& c, Clock::time_point now) {
+  if (!schedule_) return send(c, now, now);
+  auto intended = t0_ + schedule_->intended(c.index, c.next_k);
+  if (intended > now) return rest(c, intended);
+  send(c, now, intended);
+}
+
+void Worker::send(Connection& c, Clock::time_point now, Clock::time_point intended) {
+  size_t entry = c.picker.next();
+  if (entry != c.entry) apply_entry(c.easy.get(), entries_[entry], headers_[entry].get());
+  c.entry = entry;
   // Latency runs from here to the moment its completion is read, on our own
   // steady clock rather than libcurl's timers, so that every engine measures
   // the same span (a wait for a connection included).
   c.started = now;
+  c.intended = intended;
+  if (schedule_) {
+    ++c.next_k;
+    int slot = windows_.slot_of(now - t0_);
+    bool late = now - intended > schedule_->late_after();
+    if (late && slot < windows_.slots()) ++stats_[static_cast<size_t>(slot)].late;
+  }
   c.bytes = 0;
   c.attached = curl_multi_add_handle(multi_.get(), c.easy.get()) == CURLM_OK;
-  if (!c.attached) {
-    c.retry_at = now + kRetryDelay;
-    resting_.push_back(&c);
+  if (!c.attached) rest(c, now + kRetryDelay);
+}
+
+void Worker::rest(Connection& c, Clock::time_point until) {
+  c.retry_at = until;
+  resting_.push_back(&c);
+}
+
+// Requests intended before the end that never went out, because the target
+// could not keep up, charged to the last iteration (where the run ended).
+void Worker::count_never_sent() {
+  if (!schedule_) return;
+  for (const auto& c : connections_) {
+    uint64_t due = schedule_->due_before(c->index, windows_.end());
+    if (due > c->next_k) stats_.back().never_sent += due - c->next_k;
   }
 }
 
@@ -256,7 +331,8 @@ void Worker::collect_completions(Clock::time_point t0) {
 void Worker::complete(Connection& c, CURLcode code, Clock::time_point now, Clock::time_point t0) {
   int slot = windows_.slot_of(now - t0);
   // Past the end of the run: abandoned like the requests still in flight.
-  if (slot < windows_.slots()) record(stats_[static_cast<size_t>(slot)], c, code, now);
+  if (slot < windows_.slots())
+    record(stats_[static_cast<size_t>(slot)], c, code, now, schedule_.has_value());
   curl_multi_remove_handle(multi_.get(), c.easy.get());
   c.attached = false;
   if (!fails_again_at_once(code)) {
@@ -281,47 +357,6 @@ int Worker::poll_timeout_ms(Clock::time_point now, Clock::time_point end) const 
   // Rounded up: waking a fraction of a millisecond early would only spin.
   auto wait = std::chrono::ceil<milliseconds>(wake - now);
   return static_cast<int>(std::max<int64_t>(0, wait.count()));
-}
-
-void check_plan(const LoadPlan& plan) {
-  if (plan.rate > 0)
-    throw Error("the open model (load.rate > 0) is not implemented yet; use rate 0 (closed model)");
-  if (plan.threads < 1) throw Error("load.threads must be at least 1");
-  if (plan.connections < plan.threads)
-    throw Error("load.connections (" + std::to_string(plan.connections) +
-                ") must be at least load.threads (" + std::to_string(plan.threads) + ")");
-  if (plan.iterations < 1) throw Error("repeat.count must be at least 1");
-  if (plan.duration <= Nanos::zero()) throw Error("load.duration must be positive");
-  if (plan.warmup < Nanos::zero()) throw Error("load.warmup must not be negative");
-}
-
-using Workers = std::vector<std::unique_ptr<Worker>>;
-
-// Waits until every thread has closed `slot`; false when one finished before
-// that (stopped early), so the window is incomplete and not reported.
-bool wait_for_slot(const Workers& workers, int slot) {
-  for (const auto& w : workers) {
-    while (w->closed_slots() <= slot) {
-      if (w->finished() && w->closed_slots() <= slot) return false;
-      std::this_thread::sleep_for(kCallerTick);
-    }
-  }
-  return true;
-}
-
-IterationStats merge_slot(const Workers& workers, int slot) {
-  IterationStats total;
-  for (const auto& w : workers) total.merge(w->slot(slot));
-  return total;
-}
-
-Iteration merged_iteration(const Workers& workers, const LoadPlan& plan, int index) {
-  Iteration it;
-  it.index = index;
-  it.discarded = index < plan.discard;
-  it.duration = plan.duration;
-  it.stats = merge_slot(workers, index + 1);
-  return it;
 }
 
 }  // namespace
@@ -357,6 +392,16 @@ std::vector<int> split_connections(int connections, int threads) {
   return shares;
 }
 
+void check_plan(const LoadPlan& plan) {
+  if (plan.threads < 1) throw Error("load.threads must be at least 1");
+  if (plan.connections < plan.threads)
+    throw Error("load.connections (" + std::to_string(plan.connections) +
+                ") must be at least load.threads (" + std::to_string(plan.threads) + ")");
+  if (plan.iterations < 1) throw Error("repeat.count must be at least 1");
+  if (plan.duration <= Nanos::zero()) throw Error("load.duration must be positive");
+  if (plan.warmup < Nanos::zero()) throw Error("load.warmup must not be negative");
+}
+
 int RunWindows::slot_of(Nanos since_t0) const {
   if (since_t0 < warmup) return 0;
   int64_t whole = (since_t0 - warmup) / duration;
@@ -366,44 +411,23 @@ int RunWindows::slot_of(Nanos since_t0) const {
 LoadResult CurlEngine::run(const LoadPlan& plan, const std::atomic<bool>& stop,
                            const IterationCallback& on_iteration) {
   check_plan(plan);
+  ensure_fd_limit(plan.connections);
   init_curl_once();
   RunWindows windows{plan.warmup, plan.duration, plan.iterations};
-  Workers workers;
-  for (int share : split_connections(plan.connections, plan.threads))
-    workers.push_back(std::make_unique<Worker>(plan, share, windows));
-
-  LoadResult result;
-  result.engine = "curl";
-  result.threads = plan.threads;
-  result.connections = plan.connections;
-  // Set when a thread cannot start or the callback throws: the others stop too.
-  std::atomic<bool> abort{false};
-  const auto t0 = Clock::now();  // shared by all threads: their windows line up
-  {
-    std::vector<std::jthread> threads;
-    try {
-      for (auto& w : workers)
-        threads.emplace_back([&w, t0, &stop, &abort] { w->run(t0, stop, abort); });
-      // Each iteration is reported as soon as every thread has closed it,
-      // while the next one is already being measured.
-      for (int i = 0; i < plan.iterations && wait_for_slot(workers, i + 1); ++i) {
-        result.iterations.push_back(merged_iteration(workers, plan, i));
-        if (on_iteration) on_iteration(result.iterations.back());
-      }
-    } catch (...) {
-      abort = true;
-      throw;  // the jthreads join on the way out
-    }
+  std::vector<std::unique_ptr<Worker>> workers;
+  int first = 0;
+  for (int share : split_connections(plan.connections, plan.threads)) {
+    workers.push_back(std::make_unique<Worker>(plan, first, share, windows));
+    first += share;
   }
-  result.warmup = merge_slot(workers, 0);
-  return result;
+  return run_load_threads(workers, plan, "curl", stop, on_iteration);
 }
 
 void curl_probe(const TargetSpec& target, Nanos timeout) {
   init_curl_once();
   SlistPtr headers = make_header_list(target);
   uint64_t bytes = 0;
-  EasyPtr easy = make_easy(target, headers.get(), timeout, &bytes);
+  EasyPtr easy = make_easy(target, headers.get(), timeout, timeout, &bytes);
   CURLcode code = curl_easy_perform(easy.get());
   if (code != CURLE_OK) throw Error("cannot reach " + target.url + ": " + curl_easy_strerror(code));
 }

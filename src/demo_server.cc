@@ -77,6 +77,8 @@ struct ServerState {
   // connections for the dials (the server is not what is being measured).
   std::shared_ptr<std::atomic<uint64_t>> served;
   std::atomic<bool> stopping{false};
+  // When the stall started by `stall_at` ends, steady-clock ns; 0 = none.
+  mutable std::atomic<int64_t> stall_until_ns{0};
   Fd listener;
   std::mutex mutex;
   std::list<Client> clients;  // guarded by mutex
@@ -220,10 +222,22 @@ struct Response {
   std::string owned_body;  // when the body is made for this response
 };
 
+// The stall dial: the stall_at-th response starts it, and every response
+// (on any connection) waits until it is over.
+void apply_stall(uint64_t n, const ServerState& s) {
+  using std::chrono::steady_clock;
+  const auto& o = s.options;
+  const int64_t now = steady_clock::now().time_since_epoch().count();
+  if (o.stall_at > 0 && n == o.stall_at) s.stall_until_ns = now + Nanos(o.stall).count();
+  const int64_t until = s.stall_until_ns.load();
+  if (until > now) sleep_unless_stopped(Nanos(until - now), s);
+}
+
 // A counted response with the dials applied: the N-th is known exactly.
 Response counted_response(const ServerState& s) {
   const uint64_t n = s.served->fetch_add(1) + 1;
   const auto& o = s.options;
+  if (o.stall_at > 0) apply_stall(n, s);
   if (o.delay_every > 0 && n % o.delay_every == 0) sleep_unless_stopped(o.delay, s);
   if (o.work > Nanos::zero()) burn_cpu(o.work);
   if (o.error_every > 0 && n % o.error_every == 0) return {500, "error\n", {}};

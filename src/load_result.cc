@@ -29,6 +29,9 @@ void IterationStats::merge(const IterationStats& o) {
   errors.merge(o.errors);
   statuses.merge(o.statuses);
   latency.merge(o.latency);
+  latency_uncorrected.merge(o.latency_uncorrected);
+  late += o.late;
+  never_sent += o.never_sent;
 }
 
 double IterationStats::error_rate_pct() const {

@@ -235,12 +235,65 @@ TEST(CurlEngine, SendsBodiesAndOtherMethods) {
 
 TEST(CurlEngine, RejectsPlansItCannotRun) {
   std::atomic<bool> stop{false};
-  LoadPlan open = plan_for("http://127.0.0.1:1/");
-  open.rate = 100;
-  EXPECT_THROW(CurlEngine().run(open, stop, nullptr), Error);
   LoadPlan thin = plan_for("http://127.0.0.1:1/");
   thin.connections = 1;
   EXPECT_THROW(CurlEngine().run(thin, stop, nullptr), Error);
+}
+
+TEST(CurlEngine, OpenModelSendsAtTheAskedRate) {
+  DemoServer server({});
+  LoadPlan plan = plan_for(server.url());
+  plan.rate = 200;
+  plan.warmup = 0s;
+  plan.duration = 1s;
+  plan.iterations = 1;
+  plan.discard = 0;
+  LoadResult result = run(plan);
+  ASSERT_EQ(result.iterations.size(), 1u);
+  const Iteration& it = result.iterations[0];
+  EXPECT_EQ(it.target_rate, 200);
+  EXPECT_NEAR(static_cast<double>(it.stats.responses), 200, 20);
+  EXPECT_FALSE(it.below_target_rate());
+  EXPECT_EQ(it.stats.latency_uncorrected.count(), it.stats.responses);
+  EXPECT_EQ(it.stats.never_sent, 0u);
+  EXPECT_LE(server.requests_served(), 200u + plan.connections);
+}
+
+TEST(CurlEngine, OpenModelChargesAStallToEveryRequestItDelayed) {
+  DemoServer server(dials([](DemoServerOptions& o) {
+    o.stall_at = 1000;
+    o.stall = 200ms;
+  }));
+  LoadPlan plan = plan_for(server.url());
+  plan.threads = 1;
+  plan.connections = 2;
+  plan.rate = 1000;
+  plan.warmup = 0s;
+  plan.duration = 4s;
+  plan.iterations = 1;
+  plan.discard = 0;
+  IterationStats total = everything(run(plan));
+  ASSERT_GT(total.responses, 3000u);
+  EXPECT_GE(total.latency.percentile_ns(99.9), 100'000'000u);
+  EXPECT_LT(total.latency_uncorrected.percentile_ns(99.9), 100'000'000u);
+  EXPECT_GT(total.late, 50u);
+}
+
+TEST(CurlEngine, SendsTheWeightedMix) {
+  DemoServer server({});
+  LoadPlan plan = plan_for(server.url());
+  TargetSpec get = plan.target;
+  TargetSpec post = plan.target;
+  post.method = "POST";
+  post.body = "x";
+  post.weight = 2;
+  TargetSpec head = plan.target;
+  head.method = "HEAD";
+  plan.mix = {get, post, head};
+  IterationStats total = everything(run(plan));
+  ASSERT_GT(total.responses, 10u);
+  EXPECT_EQ(total.errors.total(), 0u);
+  EXPECT_EQ(total.statuses.of_class(2), total.responses);
 }
 
 TEST(CurlEngine, ProbeNamesTheUnreachableUrl) {

@@ -59,17 +59,47 @@ TEST(LoadEngine, PlanCopiesTargetLoadAndRepeatFromTheProfile) {
   EXPECT_EQ(plan.discard, 1);
 }
 
-TEST(LoadEngine, CurlAndAutoMakeTheCurlEngine) {
+TEST(LoadEngine, PlanCopiesTheMixAndTheConnectTimeout) {
+  Profile profile;
+  profile.target.url = "http://127.0.0.1:8080/";
+  TargetSpec a = profile.target;
+  a.name = "a";
+  a.weight = 3;
+  TargetSpec b = profile.target;
+  b.name = "b";
+  profile.requests = {a, b};
+  profile.load.connect_timeout = 750ms;
+  LoadPlan plan = plan_from_profile(profile);
+  ASSERT_EQ(plan.mix.size(), 2u);
+  EXPECT_EQ(plan.mix[0].name, "a");
+  EXPECT_EQ(plan.mix[0].weight, 3);
+  EXPECT_EQ(plan.connect_timeout, 750ms);
+  EXPECT_EQ(requests_of(plan).size(), 2u);
+  plan.mix.clear();
+  ASSERT_EQ(requests_of(plan).size(), 1u);
+  EXPECT_EQ(requests_of(plan)[0].url, profile.target.url);
+}
+
+TEST(LoadEngine, AutoPicksNativeForPlainHttp11AndCurlOtherwise) {
   auto target = target_at("http://127.0.0.1:8080/");
   EXPECT_EQ(make_load_engine("curl", target)->name(), "curl");
-  EXPECT_EQ(make_load_engine("auto", target)->name(), "curl");
+  EXPECT_EQ(make_load_engine("native", target)->name(), "native");
+  EXPECT_EQ(make_load_engine("auto", target)->name(), "curl");  // native is opt-in for now
+  EXPECT_EQ(make_load_engine("native", target)->name(), "native");
   EXPECT_EQ(make_load_engine("auto", target_at("HTTPS://example.test/"))->name(), "curl");
+  target.http_version = "2";
+  EXPECT_EQ(make_load_engine("auto", target)->name(), "curl");
 }
 
 TEST(LoadEngine, OtherKindsAreErrors) {
   auto target = target_at("http://127.0.0.1:8080/");
-  EXPECT_EQ(error_of([&] { make_load_engine("native", target); }),
-            "the native engine is not built yet; use \"curl\" or \"auto\"");
+  EXPECT_NE(error_of([&] {
+              make_load_engine("native", target_at("https://h/"));
+            }).find("the native engine speaks plain http:// HTTP/1.1 only"),
+            std::string::npos);
+  target.http_version = "2";
+  EXPECT_NE(error_of([&] { make_load_engine("native", target); }).find("over HTTP/2"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { make_load_engine("wrk", target); }).find("\"wrk\""), std::string::npos);
   EXPECT_NE(
       error_of([&] { make_load_engine("auto", target_at("ftp://host/")); }).find("ftp://host/"),
@@ -98,6 +128,51 @@ TEST(LoadEngine, ProbeGivesUpAfterItsTimeout) {
   DemoServer server(slow);
   std::string message = error_of([&] { probe_target(target_at(server.url()), 100ms); });
   EXPECT_EQ(message, "cannot reach " + server.url() + ": Timeout was reached");
+}
+
+TEST(LoadEngine, ParsesPlainHttpUrls) {
+  HttpUrl url = parse_http_url("HTTP://Example.test:8080/a/b?x=1#frag");
+  EXPECT_EQ(url.host, "Example.test");
+  EXPECT_EQ(url.port, 8080);
+  EXPECT_EQ(url.host_header, "Example.test:8080");
+  EXPECT_EQ(url.path_query, "/a/b?x=1");
+  EXPECT_EQ(parse_http_url("http://h").path_query, "/");
+  EXPECT_EQ(parse_http_url("http://h?q").path_query, "/?q");
+  EXPECT_EQ(parse_http_url("http://h").port, 80);
+  HttpUrl v6 = parse_http_url("http://[::1]:9000/");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 9000);
+  EXPECT_THROW(parse_http_url("https://h/"), Error);
+  EXPECT_THROW(parse_http_url("http://h:0/"), Error);
+  EXPECT_THROW(parse_http_url("http://h:99999/"), Error);
+  EXPECT_THROW(parse_http_url("http:///path"), Error);
+}
+
+TEST(LoadEngine, SerializesARequestOnce) {
+  TargetSpec target = target_at("http://h:81/p?q");
+  EXPECT_EQ(serialize_request(target, parse_http_url(target.url)),
+            "GET /p?q HTTP/1.1\r\nHost: h:81\r\n\r\n");
+  target.method = "POST";
+  target.headers = {{"Content-Type", "text/plain"}};
+  target.body = "hello";
+  EXPECT_EQ(serialize_request(target, parse_http_url(target.url)),
+            "POST /p?q HTTP/1.1\r\nHost: h:81\r\nContent-Type: text/plain\r\n"
+            "Content-Length: 5\r\n\r\nhello");
+}
+
+TEST(LoadEngine, WeightedRoundRobinIsSmoothAndExact) {
+  TargetSpec a, b, c;
+  a.weight = 5;
+  b.weight = 1;
+  c.weight = 1;
+  WeightedRoundRobin rr({a, b, c});
+  std::vector<size_t> picks;
+  for (int i = 0; i < 14; ++i) picks.push_back(rr.next());
+  // nginx's sequence for {5, 1, 1}: a a b a c a a, then again.
+  EXPECT_EQ(picks, (std::vector<size_t>{0, 0, 1, 0, 2, 0, 0, 0, 0, 1, 0, 2, 0, 0}));
+  TargetSpec zero;
+  zero.weight = 0;
+  EXPECT_THROW(WeightedRoundRobin({a, zero}), Error);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "perfgate/load_engine.h"
+#include "perfgate/run_windows.h"
 
 namespace perfgate {
 
@@ -27,24 +28,5 @@ void curl_probe(const TargetSpec& target, Nanos timeout);
 /// Counts one failed transfer by kind, wrk's way: a CURLcode (an int here so
 /// that this header needs no curl.h) -> connect, read, write, timeout or other.
 void count_transfer_error(int curl_code, ErrorCounts& errors);
-
-/// `connections` spread over `threads`, the remainder to the first ones:
-/// 50 over 3 -> {17, 17, 16}.
-std::vector<int> split_connections(int connections, int threads);
-
-/// The consecutive windows of one run, all measured from one shared t0:
-/// warm-up [0, warmup), then iteration i [warmup + i*duration, warmup + (i+1)*duration).
-struct RunWindows {
-  Nanos warmup{0};
-  Nanos duration{0};
-  int iterations = 0;
-
-  /// Slot of a moment: 0 for the warm-up, i + 1 for iteration i, iterations + 1
-  /// from the end on (too late to count).
-  int slot_of(Nanos since_t0) const;
-  /// Windows in a run, the warm-up included: the slots that hold figures.
-  int slots() const { return iterations + 1; }
-  Nanos end() const { return warmup + duration * iterations; }
-};
 
 }  // namespace perfgate

@@ -21,6 +21,11 @@ struct DemoServerOptions {
   uint64_t error_every = 0;        // every N-th response is a 500; 0 = never
   Nanos work{0};                   // CPU burned per response (busy loop)
   size_t body_bytes = 13;          // "Hello, world\n" when 13
+  /// The `stall_at`-th response (0 = never) stalls the whole server for
+  /// `stall`: it and every response on any connection waits until it ends,
+  /// like a GC pause or a full-table lock.
+  uint64_t stall_at = 0;
+  Nanos stall{0};
 };
 
 /// A small HTTP/1.1 keep-alive server on loopback, one thread per connection.

@@ -1,9 +1,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "perfgate/load_result.h"
 #include "perfgate/profile.h"
@@ -49,5 +52,44 @@ std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const Target
 /// when no HTTP response comes back, so that an unreachable target is an error
 /// (exit 3) and not a 100 % error rate.
 void probe_target(const TargetSpec& target, Nanos timeout);
+
+/// The parts of a plain http:// URL the native engine needs.
+struct HttpUrl {
+  std::string host;  // as written, for the Host header
+  uint16_t port = 80;
+  std::string host_header;  // host[:port] as written in the URL
+  std::string path_query;   // "/" when the URL has none
+};
+
+/// Parses "http://host[:port][/path][?query]" (case-insensitive scheme);
+/// throws Error naming the URL for anything else.
+HttpUrl parse_http_url(std::string_view url);
+
+/// The exact bytes of one request, built once and sent for every request of
+/// that shape: request line, Host, the target's headers, Content-Length
+/// when there is a body, then the body.
+std::string serialize_request(const TargetSpec& target, const HttpUrl& url);
+
+/// True when the native engine can serve `target`: plain http:// and HTTP/1.1.
+bool native_engine_serves(const TargetSpec& target);
+
+/// The request shapes of a plan: its mix, or its target alone.
+std::vector<TargetSpec> requests_of(const LoadPlan& plan);
+
+/// nginx's smooth weighted round-robin: deterministic, and each entry's picks
+/// spread evenly over the sequence (weights {5, 1, 1} -> 0 0 1 0 2 0 0, again).
+/// Each connection keeps its own, so every connection sends the mix.
+class WeightedRoundRobin {
+ public:
+  /// Throws Error unless every weight is positive.
+  explicit WeightedRoundRobin(const std::vector<TargetSpec>& entries);
+  /// Index of the entry to send next.
+  size_t next();
+
+ private:
+  std::vector<double> weights_;
+  std::vector<double> current_;
+  double total_ = 0;
+};
 
 }  // namespace perfgate

@@ -43,7 +43,12 @@ struct IterationStats {
   uint64_t bytes_read = 0;  // headers and bodies, as wrk counts
   ErrorCounts errors;
   StatusCounts statuses;
-  LatencyHistogram latency;  // of complete responses only
+  LatencyHistogram latency;  // of complete responses only; open model: from the intended send
+  /// Open model only: from the actual send (what a client without
+  /// coordinated-omission correction would report). Empty in the closed model.
+  LatencyHistogram latency_uncorrected;
+  uint64_t late = 0;        // open model: sent after their intended time (see arrival_schedule.h)
+  uint64_t never_sent = 0;  // open model: intended in this window, not sent by the run's end
 
   void merge(const IterationStats& o);
   /// Requests attempted that ended one way or another in this window.
@@ -58,6 +63,12 @@ struct Iteration {
   bool discarded = false;  // among the first `repeat.discard`
   Nanos duration{0};       // length of the measurement window
   IterationStats stats;
+  double target_rate = 0;  // requests/s asked for (open model); 0 = closed model
+
+  /// Open model: the run fell short of its asked rate (achieved < 95 % of it).
+  bool below_target_rate() const {
+    return target_rate > 0 && throughput_rps() < 0.95 * target_rate;
+  }
 
   double throughput_rps() const;
 };
