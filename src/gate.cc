@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <memory>
@@ -9,11 +11,14 @@
 
 #include "perfgate/baseline_store.h"
 #include "perfgate/console_report.h"
+#include "perfgate/doctor.h"
 #include "perfgate/host_fingerprint.h"
+#include "perfgate/host_sampler.h"
 #include "perfgate/json_report.h"
 #include "perfgate/junit_report.h"
 #include "perfgate/load_engine.h"
 #include "perfgate/markdown_report.h"
+#include "perfgate/saturation.h"
 #include "perfgate/service_process.h"
 
 namespace perfgate {
@@ -52,17 +57,148 @@ void log_iteration(const Iteration& it, int total) {
                it.discarded ? " (discarded)" : "");
 }
 
-LoadResult run_load(const Profile& profile, const std::atomic<bool>& stop) {
+// The load and what the host did meanwhile: one window per iteration, in
+// iteration order, measured on the same steady clock as the samples.
+struct Measurement {
+  LoadResult load;
+  std::vector<HostSample> samples;
+  std::vector<WindowSummary> windows;  // index = iteration index, discarded ones included
+  SteadyClock::time_point origin;
+};
+
+// The service's root PID: the one perfgate started, else the profile's pid_file
+// or process name for a service running beside perfgate.
+std::optional<pid_t> service_pid(const Profile& profile, const ServiceProcess* started,
+                                 const ProcReader& proc) {
+  if (started) return started->pid();
+  if (!profile.service) return std::nullopt;
+  if (!profile.service->pid_file.empty()) {
+    std::ifstream in(profile.service->pid_file);
+    pid_t pid = 0;
+    if (in >> pid && pid > 0) return pid;
+    spdlog::warn("service.pid_file {}: no PID in it; the service's CPU is not attributed",
+                 profile.service->pid_file);
+  }
+  if (!profile.service->process_name.empty())
+    return proc.find_process(profile.service->process_name);
+  return std::nullopt;
+}
+
+Measurement run_load(const Profile& profile, const std::atomic<bool>& stop,
+                     std::optional<pid_t> service) {
   auto engine = make_load_engine(profile.load.engine, profile.target);
   probe_target(profile.target, profile.load.timeout);
   auto plan = plan_from_profile(profile);
   spdlog::info("load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
                plan.threads, plan.connections, format_duration(plan.warmup), plan.iterations,
                format_duration(plan.duration));
-  auto result =
-      engine->run(plan, stop, [&](const Iteration& it) { log_iteration(it, plan.iterations); });
+  Measurement m;
+  m.origin = SteadyClock::now();
+  HostSampler sampler(ProcReader("/"), profile.saturation.interval, service);
+  sampler.start();
+  // The engine reports each iteration right after its window closes: that moment,
+  // less the window's length, is the window on the sampler's clock.
+  std::vector<TimeWindow> windows;
+  m.load = engine->run(plan, stop, [&](const Iteration& it) {
+    auto end = SteadyClock::now();
+    windows.push_back({end - it.duration, end});
+    log_iteration(it, plan.iterations);
+  });
+  sampler.stop();
   if (stop) throw Error("run interrupted");
-  return result;
+  m.samples = sampler.samples();
+  for (size_t i = 0; i < windows.size(); ++i)
+    m.windows.push_back(summarize_window(m.samples, windows[i], static_cast<int>(i)));
+  return m;
+}
+
+std::vector<WindowSummary> kept_windows(const Measurement& m) {
+  std::vector<WindowSummary> kept;
+  for (const auto* it : m.load.kept())
+    if (static_cast<size_t>(it->index) < m.windows.size()) kept.push_back(m.windows[it->index]);
+  return kept;
+}
+
+std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>& windows) {
+  std::vector<std::optional<double>> out;
+  for (const auto& w : windows) out.push_back(w.service_cpu_s);
+  return out;
+}
+
+Saturation judge_saturation(const Profile& profile, const Measurement& m) {
+  SaturationContext context;
+  context.service_remote = !is_loopback_url(profile.target.url);
+  auto saturation = evaluate_saturation(kept_windows(m), profile.saturation, context);
+  for (const auto& reason : saturation.reasons) spdlog::warn("load machine saturated: {}", reason);
+  return saturation;
+}
+
+// The run's figures: the iteration metrics, plus the service's cost when its
+// CPU was measured (a baseline's from its stored samples).
+MetricSet run_metrics(const std::vector<Iteration>& iterations,
+                      const std::vector<std::optional<double>>& service_cpu_s) {
+  MetricSet metrics = summarize(iterations);
+  metrics.merge(service_cost_metrics(iterations, service_cpu_s));
+  return metrics;
+}
+
+MetricSet baseline_metrics(const RunRecord& baseline) {
+  return run_metrics(baseline.iterations, service_cpu_by_iteration(baseline.host_samples_json,
+                                                                   baseline.iterations.size()));
+}
+
+// judge() checks the metric_defs() list only; the service's cost is still shown,
+// ungated, until verdict.cc and the profile's thresholds learn host_metric_defs().
+void add_host_metric_checks(const MetricSet& now, const MetricSet* baseline, Judgement& j) {
+  for (const auto& def : host_metric_defs()) {
+    auto it = now.find(def.key);
+    bool judged = std::any_of(j.checks.begin(), j.checks.end(),
+                              [&](const MetricCheck& c) { return c.metric == def.key; });
+    if (it == now.end() || judged) continue;
+    MetricCheck c;
+    c.metric = std::string(def.key);
+    c.unit = std::string(def.unit);
+    c.value = it->second;
+    auto b = baseline ? baseline->find(def.key) : now.end();
+    if (baseline && b != baseline->end()) {
+      c.baseline = b->second;
+      if (b->second != 0) c.change_pct = (c.value - b->second) / std::fabs(b->second) * 100.0;
+    }
+    j.checks.push_back(c);
+  }
+}
+
+HostSummary host_summary(const Measurement& m, const MetricSet& metrics) {
+  HostSummary h;
+  h.memory_available_min_pct = 100;
+  for (const auto& w : kept_windows(m)) {
+    h.samples += w.samples;
+    h.host_cpu_mean_pct += w.host_cpu_mean_pct * w.samples;
+    h.host_cpu_max_pct = std::max(h.host_cpu_max_pct, w.host_cpu_max_pct);
+    h.steal_max_pct = std::max(h.steal_max_pct, w.steal_max_pct);
+    h.generator_thread_max_pct = std::max(h.generator_thread_max_pct, w.generator_thread_max_pct);
+    h.foreign_cpu_max_pct = std::max(h.foreign_cpu_max_pct, w.foreign_cpu_max_pct);
+    h.memory_available_min_pct = std::min(h.memory_available_min_pct, w.memory_available_min_pct);
+    if (w.cpu_pressure_max_pct)
+      h.cpu_pressure_max_pct =
+          std::max(h.cpu_pressure_max_pct.value_or(0), *w.cpu_pressure_max_pct);
+  }
+  if (h.samples) h.host_cpu_mean_pct /= h.samples;
+  if (auto it = metrics.find("service_cpu_us_per_request"); it != metrics.end())
+    h.service_cpu_us_per_request = it->second;
+  return h;
+}
+
+// The doctor's checks, quietly (issue 4): recorded in the result, in the log at debug. Its CPU
+// check is left out, since the sampler watches the CPU during the load itself.
+std::vector<std::string> preflight(const Profile& profile) {
+  std::vector<std::string> warnings;
+  for (const auto& c : doctor_checks(gather_doctor_facts(Nanos(0)), profile.load.connections)) {
+    if (c.status != CheckStatus::kWarn) continue;
+    warnings.push_back(c.name + " " + c.value + ": " + c.advice);
+    spdlog::debug("doctor: {}", warnings.back());
+  }
+  return warnings;
 }
 
 // A window without a single response means the target went away mid-run: no
@@ -123,13 +259,14 @@ RunRecord make_record(const Profile& profile, const GateResult& r, const LoadRes
 }
 
 void record_run(const RunOptions& options, std::optional<BaselineStore>& store,
-                const Profile& profile, const LoadResult& load, GateResult& r) {
+                const Profile& profile, const Measurement& m, GateResult& r) {
   if (!options.record) {
     r.notes.push_back("not recorded (--no-record)");
     return;
   }
   if (!store) store = BaselineStore::open(options.store_path);
-  auto rec = make_record(profile, r, load);
+  auto rec = make_record(profile, r, m.load);
+  rec.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
   r.run_id = store->record(rec);
   r.recorded = true;
   if (!r.baseline_run_id)
@@ -171,6 +308,24 @@ void write_error_reports(const RunOptions& options, GateResult r, const std::str
 
 }  // namespace
 
+// Report paths are checked before the load: a run must not be recorded and
+// then fail on a report it cannot write.
+void check_writable(const fs::path& path, const char* flag) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  std::ofstream probe(path, std::ios::app);
+  if (ec || !probe)
+    throw Error(std::string(flag) + ": cannot write " + path.string() +
+                (ec ? ": " + ec.message() : ""));
+}
+
+void check_report_paths(const RunOptions& options) {
+  check_writable(options.junit_path, "--junit");
+  check_writable(options.json_path, "--json");
+  check_writable(options.summary_path, "--summary");
+}
+
 ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,
                     const std::atomic<bool>& stop) {
   Profile profile = load_profile(options.profile_path, env);
@@ -181,27 +336,32 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
   partial.ci = read_ci_context(options.ci, env);
   try {
     auto started = Clock::now();
+    check_report_paths(options);
     auto store = open_store(options);
     auto host = read_host_fingerprint();
-    LoadResult load;
+    auto doctor_warnings = preflight(profile);
+    Measurement m;
     {
       auto service = start_service(profile);
-      load = run_load(profile, stop);
+      m = run_load(profile, stop, service_pid(profile, service.get(), ProcReader("/")));
     }  // the service stops here, before judging and reporting
-    require_responses(load, profile.target.url);
+    require_responses(m.load, profile.target.url);
     auto query = baseline_query(profile, partial.ci, host);
     auto baseline = store ? store->latest_baseline(query) : std::nullopt;
-    MetricSet base_metrics = baseline ? summarize(baseline->iterations) : MetricSet{};
-    Saturation saturation;  // the host sampler (issue 4) fills this
-    auto judgement = judge(summarize(load.iterations), baseline ? &base_metrics : nullptr,
-                           profile.thresholds, saturation);
-    GateResult result = assemble(profile, load, judgement, baseline);
+    MetricSet base_metrics = baseline ? baseline_metrics(*baseline) : MetricSet{};
+    MetricSet now = run_metrics(m.load.iterations, service_cpu(m.windows));
+    Saturation saturation = judge_saturation(profile, m);
+    auto judgement = judge(now, baseline ? &base_metrics : nullptr, profile.thresholds, saturation);
+    add_host_metric_checks(now, baseline ? &base_metrics : nullptr, judgement);
+    GateResult result = assemble(profile, m.load, judgement, baseline);
     result.started_at = partial.started_at;
     result.ci = partial.ci;
     result.host = host;
     result.saturation = saturation;
+    result.host_summary = host_summary(m, now);
+    result.host_summary.doctor_warnings = doctor_warnings;
     result.duration_s = to_seconds(Clock::now() - started);
-    record_run(options, store, profile, load, result);
+    record_run(options, store, profile, m, result);
     write_reports(options, result, &out);
     return result.exit_code;
   } catch (const Error& e) {

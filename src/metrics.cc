@@ -46,15 +46,26 @@ constexpr std::array<MetricDef, 8> kMetrics = {{
     {"error_rate_pct", "error_rate", "%", Better::kLower, error_rate},
 }};
 
+constexpr std::array<MetricDef, 2> kHostMetrics = {{
+    {"service_cpu_us_per_request", "service_cpu_per_request", "us", Better::kLower, nullptr},
+    {"requests_per_service_cpu_s", "requests_per_service_cpu", "req/cpu-s", Better::kHigher,
+     nullptr},
+}};
+
 }  // namespace
 
 std::span<const MetricDef> metric_defs() {
   return kMetrics;
 }
 
+std::span<const MetricDef> host_metric_defs() {
+  return kHostMetrics;
+}
+
 const MetricDef* find_metric(std::string_view key) {
-  for (const auto& def : kMetrics)
-    if (def.key == key || def.threshold_key == key) return &def;
+  for (auto defs : {metric_defs(), host_metric_defs()})
+    for (const auto& def : defs)
+      if (def.key == key || def.threshold_key == key) return &def;
   return nullptr;
 }
 
@@ -80,6 +91,24 @@ MetricSet summarize(const std::vector<Iteration>& iterations) {
     out[std::string(def.key)] = def.aggregate == Aggregate::kMax ? max : median(values);
   }
   return out;
+}
+
+// Iterations with no responses or no measured CPU have no cost figure; a service
+// idle to the tick (10 ms) would divide by zero, so it is left out too.
+MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
+                               const std::vector<std::optional<double>>& service_cpu_s) {
+  std::vector<double> us_per_request, requests_per_cpu_s;
+  for (size_t i = 0; i < iterations.size() && i < service_cpu_s.size(); ++i) {
+    const auto& it = iterations[i];
+    const auto& cpu_s = service_cpu_s[i];
+    if (it.discarded || !cpu_s || *cpu_s <= 0 || it.stats.responses == 0) continue;
+    double responses = static_cast<double>(it.stats.responses);
+    us_per_request.push_back(*cpu_s * 1e6 / responses);
+    requests_per_cpu_s.push_back(responses / *cpu_s);
+  }
+  if (us_per_request.empty()) return {};
+  return {{"service_cpu_us_per_request", median(us_per_request)},
+          {"requests_per_service_cpu_s", median(requests_per_cpu_s)}};
 }
 
 }  // namespace perfgate

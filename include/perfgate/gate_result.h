@@ -12,6 +12,21 @@
 
 namespace perfgate {
 
+/// The load machine over the kept iterations, from the host sampler. `samples`
+/// is 0 when nothing was sampled (then every figure is 0 / absent).
+struct HostSummary {
+  int samples = 0;
+  double host_cpu_mean_pct = 0;  // whole host busy, % of all cores
+  double host_cpu_max_pct = 0;
+  double steal_max_pct = 0;
+  double generator_thread_max_pct = 0;  // perfgate's busiest thread, % of one core
+  double foreign_cpu_max_pct = 0;       // neither perfgate nor the service, % of all cores
+  double memory_available_min_pct = 0;
+  std::optional<double> cpu_pressure_max_pct;        // absent without /proc/pressure
+  std::optional<double> service_cpu_us_per_request;  // absent when the service is unknown
+  std::vector<std::string> doctor_warnings;          // the preflight's findings
+};
+
 /// Everything a reporter needs about one gated run. Reporters are pure
 /// functions of this value, so their output is checked against golden files.
 struct GateResult {
@@ -44,6 +59,7 @@ struct GateResult {
   int iterations_total = 0;
   IterationStats totals;  // kept iterations merged
   double kept_seconds = 0;
+  HostSummary host_summary;  // what the load machine did while measuring
 };
 
 }  // namespace perfgate

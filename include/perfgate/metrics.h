@@ -27,13 +27,18 @@ struct MetricDef {
   std::string_view threshold_key;
   std::string_view unit;  // "req/s", "ms", "%"
   Better better;
-  double (*of)(const Iteration&);
+  double (*of)(const Iteration&);  // nullptr for host-derived metrics
   Aggregate aggregate = Aggregate::kMedian;
 };
 
 /// The contract's metrics, in report order.
 std::span<const MetricDef> metric_defs();
-/// nullptr when `key` names no metric; accepts metric or threshold keys.
+/// Figures that need the host sampler besides the iterations: the service's
+/// cost (`service_cpu_us_per_request`, `requests_per_service_cpu_s`). Their `of`
+/// is nullptr; service_cost_metrics() computes them.
+std::span<const MetricDef> host_metric_defs();
+/// nullptr when `key` names no metric; accepts metric or threshold keys, of
+/// either list.
 const MetricDef* find_metric(std::string_view key);
 
 /// Metric key -> value.
@@ -45,6 +50,13 @@ MetricSet summarize(const std::vector<Iteration>& iterations);
 std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def);
 
 double median(std::vector<double> values);
+
+/// The service's cost, as medians over the kept iterations. `service_cpu_s[i]`
+/// holds the CPU-seconds the service's process tree used in iteration i's window
+/// (nullopt when not measured): Iteration cannot carry it, so the gate keeps it
+/// beside them. Empty when no kept iteration has a measurement.
+MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
+                               const std::vector<std::optional<double>>& service_cpu_s);
 
 /// Limits on one metric. Relative limits are percentages of change in the
 /// regressing direction; absolute ones are in the metric's unit.

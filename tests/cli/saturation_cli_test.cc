@@ -1,0 +1,148 @@
+// End-to-end: the real binary, a real local server, and CPU burners the test
+// starts on every core, so that the load machine is saturated on purpose.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "perfgate/baseline_store.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+using testing::DemoServerProcess;
+using testing::TempDir;
+
+// One busy-looping child per core, each ending by itself after `limit` and
+// killed by its PID on destruction, whichever comes first.
+class CpuBurners {
+ public:
+  explicit CpuBurners(std::chrono::seconds limit) {
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < cores; ++i) {
+      pid_t pid = fork();
+      if (pid == 0) burn(limit);
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~CpuBurners() {
+    for (pid_t pid : pids_) kill(pid, SIGKILL);
+    for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
+  }
+  CpuBurners(const CpuBurners&) = delete;
+  CpuBurners& operator=(const CpuBurners&) = delete;
+
+ private:
+  [[noreturn]] static void burn(std::chrono::seconds limit) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    volatile uint64_t x = 0;
+    while (std::chrono::steady_clock::now() < end)
+      for (int i = 0; i < 100000; ++i) x = x + 1;
+    _exit(0);
+  }
+  std::vector<pid_t> pids_;
+};
+
+// `saturation` limits as profile text; "" keeps the defaults (foreign CPU 25%).
+std::string profile_text(const std::string& saturation, const std::string& service = "") {
+  return R"({
+  "name": "saturation-cli-test",
+  "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
+  "load": { "threads": 1, "connections": 8, "duration": "1s", "warmup": "200ms" },
+  "repeat": { "count": 3, "discard": 1 },
+  "thresholds": {
+    "throughput": { "warn": "30%", "fail": "50%" },
+    "latency_p99": { "warn": "50%", "fail": "100%" }
+  })" + saturation +
+         service + R"(
+})";
+}
+
+// A profile that never calls the host saturated: for runs that must be judged
+// on their figures on a shared, busy machine.
+const std::string kNeverSaturated = R"(,
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "0%" })";
+
+class SaturationCliTest : public ::testing::Test {
+ protected:
+  testing::CommandResult run(uint16_t port, const std::string& profile,
+                             std::vector<std::string> extra = {}) {
+    testing::write_file(profile_, profile);
+    std::vector<std::string> args = {testing::perfgate_binary(), "run", profile_.string(),
+                                     "--store", store_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::run_command(args, {{"TARGET_PORT", std::to_string(port)}});
+  }
+
+  TempDir dir_;
+  std::filesystem::path profile_ = dir_ / "profile.json";
+  std::filesystem::path store_ = dir_ / "perfgate.db";
+};
+
+TEST_F(SaturationCliTest, BurnedHostIsSaturatedExitsWarnAndNeverBecomesBaseline) {
+  {
+    DemoServerProcess fast({"--delay", "5ms", "--delay-every", "1"});
+    auto first = run(fast.port(), profile_text(kNeverSaturated));
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  }
+  // 60 ms per response against a 5 ms baseline: a sure fail, were the host quiet.
+  DemoServerProcess slow({"--delay", "60ms", "--delay-every", "1"});
+  auto json_path = dir_ / "result.json";
+  testing::CommandResult r;
+  {
+    CpuBurners burners(std::chrono::seconds(60));
+    r = run(slow.port(), profile_text(""), {"--json", json_path.string()});
+  }
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  auto result = nlohmann::json::parse(testing::read_file(json_path));
+  EXPECT_TRUE(result["saturation"]["saturated"].get<bool>()) << result.dump(2);
+  bool foreign = false;
+  for (const auto& reason : result["saturation"]["reasons"])
+    foreign = foreign || reason.get<std::string>().starts_with("foreign CPU");
+  EXPECT_TRUE(foreign) << result["saturation"].dump();
+
+  auto store = BaselineStore::open(store_, BaselineStore::Mode::kReadOnly);
+  auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs)
+    if (run.saturation.saturated) {
+      EXPECT_FALSE(run.eligible_as_baseline());
+    }
+  int eligible = 0;
+  for (const auto& run : runs) eligible += run.eligible_as_baseline();
+  EXPECT_EQ(eligible, 1);  // the quiet first run only
+}
+
+double service_cpu_us_per_request(const nlohmann::json& result) {
+  const auto& metric = result["metrics"]["service_cpu_us_per_request"];
+  return metric.is_object() ? metric["value"].get<double>() : -1;
+}
+
+TEST_F(SaturationCliTest, ServiceCpuPerRequestGrowsWithTheWorkPerResponse) {
+  auto service = [](const std::string& work) {
+    return R"(,
+  "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${TARGET_PORT}",
+                           "--work", ")" +
+           work + R"("] })";
+  };
+  std::map<std::string, double> cost;
+  for (const std::string work : {"0s", "200us"}) {
+    auto json_path = dir_ / ("result-" + work + ".json");
+    auto r = run(testing::unused_port(), profile_text(kNeverSaturated, service(work)),
+                 {"--json", json_path.string(), "--no-record"});
+    ASSERT_NE(r.exit_code, 3) << r.out << r.err;
+    cost[work] = service_cpu_us_per_request(nlohmann::json::parse(testing::read_file(json_path)));
+  }
+  EXPECT_GT(cost["0s"], 0) << "no service cost measured";
+  // 200 µs of CPU per response dwarfs what parsing a request costs.
+  EXPECT_GT(cost["200us"], cost["0s"] + 100) << cost["0s"] << " vs " << cost["200us"];
+}
+
+}  // namespace
+}  // namespace perfgate

@@ -1,0 +1,120 @@
+#include "perfgate/host_sampler.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+namespace perfgate {
+namespace {
+
+std::filesystem::path fixture(const std::string& name) {
+  return std::filesystem::path(PERFGATE_SOURCE_DIR) / "tests/fixtures/proc" / name;
+}
+
+// The debian-vm fixture's two captures, one second apart, with service PID 200.
+HostSample vm_sample(SteadyClock::time_point t0 = SteadyClock::time_point{}) {
+  auto a = take_snapshot(ProcReader(fixture("debian-vm/t0")), 200, t0);
+  auto b = take_snapshot(ProcReader(fixture("debian-vm/t1")), 200, t0 + std::chrono::seconds(1));
+  return diff_snapshots(a, b, 100.0, 102);
+}
+
+TEST(HostSamplerTest, HostCpuBreakdownFromDeltas) {
+  auto s = vm_sample();
+  EXPECT_DOUBLE_EQ(s.cpu_busy_pct, 70.0);
+  EXPECT_DOUBLE_EQ(s.user_pct, 50.0);
+  EXPECT_DOUBLE_EQ(s.system_pct, 10.0);
+  EXPECT_DOUBLE_EQ(s.irq_pct, 5.0);
+  EXPECT_DOUBLE_EQ(s.steal_pct, 5.0);
+  EXPECT_DOUBLE_EQ(s.iowait_pct, 0.0);
+  EXPECT_DOUBLE_EQ(s.max_core_busy_pct, 80.0);
+}
+
+TEST(HostSamplerTest, MemoryNetworkLoadAndPressure) {
+  auto s = vm_sample();
+  EXPECT_DOUBLE_EQ(s.memory_available_pct, 20.0);
+  EXPECT_EQ(s.swap_used_kib, 100000u);
+  EXPECT_EQ(s.net_rx_bytes, 6000u);
+  EXPECT_EQ(s.net_tx_bytes, 3000u);
+  EXPECT_EQ(s.net_rx_packets, 60u);
+  EXPECT_EQ(s.net_tx_packets, 30u);
+  EXPECT_EQ(s.net_drops, 2u);
+  EXPECT_EQ(s.net_errors, 1u);
+  EXPECT_EQ(s.tcp_retrans, 7u);
+  EXPECT_DOUBLE_EQ(s.load1, 1.75);
+  EXPECT_DOUBLE_EQ(s.cpu_pressure_pct.value(), 3.25);
+}
+
+TEST(HostSamplerTest, OwnThreadsServiceAndForeignCpu) {
+  auto s = vm_sample();
+  EXPECT_DOUBLE_EQ(s.own_cpu_pct, 37.0);  // 74 ticks of 200
+  ASSERT_EQ(s.load_threads.size(), 2u);   // the sampler (TID 102) left out
+  EXPECT_EQ(s.load_threads[0].tid, 101);
+  EXPECT_DOUBLE_EQ(s.load_threads[0].cpu_pct, 70.0);
+  EXPECT_EQ(s.own_rss_kib, 20480u);
+  EXPECT_DOUBLE_EQ(s.service_cpu_s.value(), 0.3);
+  EXPECT_DOUBLE_EQ(s.service_cpu_pct.value(), 15.0);
+  EXPECT_EQ(s.service_rss_kib, 15000u);
+  EXPECT_NEAR(s.foreign_cpu_pct, 18.0, 1e-9);
+}
+
+TEST(HostSamplerTest, NoServiceMeansAllOtherCpuIsForeign) {
+  auto a = take_snapshot(ProcReader(fixture("debian-vm/t0")), std::nullopt, {});
+  auto b = take_snapshot(ProcReader(fixture("debian-vm/t1")), std::nullopt,
+                         SteadyClock::time_point{} + std::chrono::seconds(1));
+  auto s = diff_snapshots(a, b, 100.0);
+  EXPECT_FALSE(s.service_cpu_s);
+  EXPECT_NEAR(s.foreign_cpu_pct, 33.0, 1e-9);
+}
+
+TEST(HostSamplerTest, WindowTakesSamplesByMidpoint) {
+  auto t0 = SteadyClock::time_point{} + std::chrono::seconds(10);
+  std::vector<HostSample> samples;
+  for (int i = 0; i < 4; ++i) samples.push_back(vm_sample(t0 + std::chrono::seconds(i)));
+  samples[1].foreign_cpu_pct = 50;
+  samples[1].memory_available_pct = 4;
+  TimeWindow w{t0 + std::chrono::seconds(1), t0 + std::chrono::seconds(3)};
+  auto sum = summarize_window(samples, w, 3);
+  EXPECT_EQ(sum.iteration, 3);
+  EXPECT_EQ(sum.samples, 2);
+  EXPECT_DOUBLE_EQ(sum.host_cpu_mean_pct, 70.0);
+  EXPECT_DOUBLE_EQ(sum.foreign_cpu_mean_pct, 34.0);
+  EXPECT_DOUBLE_EQ(sum.foreign_cpu_max_pct, 50.0);
+  EXPECT_DOUBLE_EQ(sum.generator_thread_pct, 70.0);
+  EXPECT_DOUBLE_EQ(sum.service_cpu_s.value(), 0.6);
+  EXPECT_DOUBLE_EQ(sum.memory_available_min_pct, 4.0);
+  EXPECT_EQ(sum.net_drops, 4u);
+}
+
+TEST(HostSamplerTest, SamplesJsonIsBoundedAndGivesServiceCpuBack) {
+  std::vector<HostSample> samples(10, vm_sample());
+  std::vector<WindowSummary> windows(2);
+  windows[1].iteration = 1;
+  windows[1].service_cpu_s = 0.25;
+  auto text = host_samples_json(windows, samples, {}, 4);
+  auto doc = nlohmann::json::parse(text);
+  EXPECT_EQ(doc["samples"].size(), 4u);
+  EXPECT_EQ(doc["samples_total"], 10);
+  auto cpu = service_cpu_by_iteration(text, 3);
+  EXPECT_FALSE(cpu[0]);
+  EXPECT_DOUBLE_EQ(cpu[1].value(), 0.25);
+  EXPECT_FALSE(cpu[2]);
+  EXPECT_FALSE(service_cpu_by_iteration("", 2)[0]);
+}
+
+TEST(HostSamplerTest, LiveSamplerRecordsAtItsInterval) {
+  HostSampler sampler(ProcReader("/"), std::chrono::milliseconds(20), std::nullopt);
+  sampler.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  sampler.stop();
+  auto samples = sampler.samples();
+  ASSERT_GE(samples.size(), 3u);
+  for (const auto& s : samples) {
+    EXPECT_GE(s.cpu_busy_pct, 0.0);
+    EXPECT_LE(s.cpu_busy_pct, 100.0);
+    EXPECT_GT(s.own_rss_kib, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace perfgate
