@@ -18,149 +18,26 @@
 #include <system_error>
 
 #include "perfgate/error.h"
+#include "sqlite_handle.h"
 
 namespace perfgate {
 namespace fs = std::filesystem;
 namespace {
 
+using sqlite::Blob;
+using sqlite::Columns;
+using sqlite::connect;
+using sqlite::Db;
+using sqlite::exec;
+using sqlite::fail;
+using sqlite::Handle;
+using sqlite::query_int;
+using sqlite::Statement;
+using sqlite::Transaction;
+
 // PRAGMA application_id of every perfgate store ("PfGt"): tells our files from any
 // other SQLite database, which must never be touched.
 constexpr int32_t kApplicationId = 0x50664774;
-
-// A connection with the path the user gave, so that every message says where.
-struct Db {
-  sqlite3* handle;
-  const fs::path& path;
-};
-
-[[noreturn]] void fail(Db db, std::string_view what) {
-  throw Error(db.path.string() + ": " + std::string(what) + " (" + sqlite3_errmsg(db.handle) + ")");
-}
-
-// Bytes that bind() stores as a BLOB rather than TEXT.
-struct Blob {
-  std::string_view bytes;
-};
-
-// One prepared statement, finalized on scope exit. Binding is positional, in the
-// order of the SQL's parameters.
-class Statement {
- public:
-  Statement(Db db, std::string_view sql) : db_(db) {
-    if (sqlite3_prepare_v2(db.handle, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr) !=
-        SQLITE_OK)
-      fail(db_, "store query failed");
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  template <typename... Values>
-  Statement& bind_all(const Values&... values) {
-    int index = 0;
-    (bind(++index, values), ...);
-    return *this;
-  }
-  /// True when a row is ready, false when done.
-  bool step();
-  /// Steps a statement that returns no rows.
-  void run() { step(); }
-  /// Ready to bind and run again.
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-
-  int64_t int64(int column) { return sqlite3_column_int64(stmt_, column); }
-  std::string text(int column);
-  std::string blob(int column);
-
- private:
-  void bind(int index, std::integral auto value) {
-    check(sqlite3_bind_int64(stmt_, index, static_cast<int64_t>(value)));
-  }
-  void bind(int index, std::string_view value);
-  void bind(int index, Blob value);
-  void check(int rc) {
-    if (rc != SQLITE_OK) fail(db_, "store query failed");
-  }
-
-  Db db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-bool Statement::step() {
-  int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) fail(db_, "store is corrupt");
-  fail(db_, "store query failed");
-}
-
-std::string Statement::text(int column) {
-  auto* chars = sqlite3_column_text(stmt_, column);
-  return chars ? std::string(reinterpret_cast<const char*>(chars)) : std::string();
-}
-
-std::string Statement::blob(int column) {
-  auto* bytes = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
-  return std::string(bytes ? bytes : "", static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
-}
-
-void Statement::bind(int index, std::string_view value) {
-  check(sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
-                          SQLITE_TRANSIENT));
-}
-
-void Statement::bind(int index, Blob value) {
-  check(sqlite3_bind_blob(stmt_, index, value.bytes.data(), static_cast<int>(value.bytes.size()),
-                          SQLITE_TRANSIENT));
-}
-
-// Reads a row's columns in SELECT order, so that each reader below follows its
-// column list instead of repeating indexes.
-class Columns {
- public:
-  explicit Columns(Statement& row) : row_(row) {}
-  int64_t int64() { return row_.int64(next_++); }
-  uint64_t u64() { return static_cast<uint64_t>(int64()); }
-  std::string text() { return row_.text(next_++); }
-  std::string blob() { return row_.blob(next_++); }
-
- private:
-  Statement& row_;
-  int next_ = 0;
-};
-
-void exec(Db db, const std::string& sql) {
-  if (sqlite3_exec(db.handle, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
-    fail(db, "store update failed");
-}
-
-int64_t query_int(Db db, std::string_view sql) {
-  Statement stmt(db, sql);
-  return stmt.step() ? stmt.int64(0) : 0;
-}
-
-// BEGIN IMMEDIATE takes the write lock up front, so two perfgate processes
-// queue on busy_timeout instead of failing half-way; rolled back unless committed.
-class Transaction {
- public:
-  explicit Transaction(Db db) : db_(db) { exec(db_, "BEGIN IMMEDIATE"); }
-  ~Transaction() {
-    if (!committed_) sqlite3_exec(db_.handle, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  void commit() {
-    exec(db_, "COMMIT");
-    committed_ = true;
-  }
-
- private:
-  Db db_;
-  bool committed_ = false;
-};
 
 // ---- schema ----------------------------------------------------------------
 
@@ -188,12 +65,22 @@ void create_schema_v1(Db db) {
   exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId));
 }
 
+// v2: host samples of a run (one JSON document) and the service's CPU seconds
+// per iteration (NULL when no service was measured).
+void migrate_v1_to_v2(Db db) {
+  exec(db, R"sql(
+    CREATE TABLE run_samples (
+      run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, json TEXT NOT NULL);
+    ALTER TABLE iterations ADD COLUMN service_cpu_s REAL;
+  )sql");
+}
+
 using Migration = void (*)(Db);
 
 // migrations()[n] takes a store from schema n to n + 1. A new schema appends a
 // step here and bumps BaselineStore::kSchemaVersion; old steps never change.
 std::span<const Migration> migrations() {
-  static constexpr std::array<Migration, 1> kSteps = {create_schema_v1};
+  static constexpr std::array<Migration, 2> kSteps = {create_schema_v1, migrate_v1_to_v2};
   static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
   return kSteps;
 }
@@ -217,21 +104,6 @@ void migrate(Db db) {
 }
 
 // ---- opening -----------------------------------------------------------------
-
-struct Closer {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
-using Handle = std::unique_ptr<sqlite3, Closer>;
-
-Handle connect(const fs::path& path, int flags) {
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  Handle db(raw);  // sqlite3_open_v2 allocates a handle even when it fails
-  if (rc != SQLITE_OK) fail({db.get(), path}, "cannot open store");
-  sqlite3_extended_result_codes(db.get(), 0);
-  sqlite3_busy_timeout(db.get(), 10000);
-  return db;
-}
 
 [[noreturn]] void throw_foreign(const fs::path& path, const std::string& why) {
   throw Error(path.string() + ": not a perfgate store (" + why + "); choose another --store");
@@ -324,7 +196,7 @@ constexpr std::string_view kRunColumns =
 constexpr std::string_view kIterationColumns =
     "idx, discarded, duration_ns, responses, bytes_read, err_connect, err_read, err_write, "
     "err_timeout, err_other, status_other, status_1xx, status_2xx, status_3xx, status_4xx, "
-    "status_5xx, latency";
+    "status_5xx, latency, service_cpu_s";
 
 std::string utc_now() {
   auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -355,22 +227,40 @@ int64_t insert_run(Db db, const RunRecord& run) {
   return sqlite3_last_insert_rowid(db.handle);
 }
 
-void insert_iteration(Statement& stmt, int64_t run_id, const Iteration& it) {
+void insert_iteration(Statement& stmt, int64_t run_id, const Iteration& it,
+                      std::optional<double> service_cpu_s) {
   const auto& s = it.stats;
   const auto& by_class = s.statuses.by_class;
   auto latency = s.latency.serialize();
   stmt.bind_all(run_id, it.index, it.discarded, it.duration.count(), s.responses, s.bytes_read,
                 s.errors.connect, s.errors.read, s.errors.write, s.errors.timeout, s.errors.other,
                 by_class[0], by_class[1], by_class[2], by_class[3], by_class[4], by_class[5],
-                Blob{latency});
+                Blob{latency}, service_cpu_s);
   stmt.run();
   stmt.reset();
 }
 
-void insert_iterations(Db db, int64_t run_id, const std::vector<Iteration>& iterations) {
+// service_cpu_s holds one figure per iteration when the service was measured.
+void insert_iterations(Db db, int64_t run_id, const RunRecord& run) {
   Statement stmt(db, "INSERT INTO iterations (run_id, " + std::string(kIterationColumns) +
-                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  for (const auto& it : iterations) insert_iteration(stmt, run_id, it);
+                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (size_t i = 0; i < run.iterations.size(); ++i) {
+    std::optional<double> cpu;
+    if (i < run.service_cpu_s.size()) cpu = run.service_cpu_s[i];
+    insert_iteration(stmt, run_id, run.iterations[i], cpu);
+  }
+}
+
+void insert_samples(Db db, int64_t run_id, const std::string& json) {
+  if (json.empty()) return;
+  Statement stmt(db, "INSERT INTO run_samples (run_id, json) VALUES (?, ?)");
+  stmt.bind_all(run_id, json).run();
+}
+
+std::string load_samples(Db db, int64_t run_id) {
+  Statement stmt(db, "SELECT json FROM run_samples WHERE run_id = ?");
+  stmt.bind_all(run_id);
+  return stmt.step() ? stmt.text(0) : std::string();
 }
 
 Verdict verdict_named(Db db, const std::string& name) {
@@ -418,9 +308,8 @@ RunRecord read_run(Db db, Statement& row) {
   return run;
 }
 
-// Column by column in kIterationColumns order.
-Iteration read_iteration(Statement& row) {
-  Columns col(row);
+// Column by column in kIterationColumns order; service_cpu_s comes last.
+Iteration read_iteration(Columns& col) {
   Iteration it;
   it.index = static_cast<int>(col.int64());
   it.discarded = col.int64() != 0;
@@ -434,23 +323,32 @@ Iteration read_iteration(Statement& row) {
   return it;
 }
 
-std::vector<Iteration> load_iterations(Db db, int64_t run_id) {
+// The service's CPU figures are kept only when every iteration has one, so
+// that service_cpu_s[i] always belongs to iterations[i].
+void load_iterations(Db db, RunRecord& run) {
   Statement stmt(db, "SELECT " + std::string(kIterationColumns) +
                          " FROM iterations WHERE run_id = ? ORDER BY idx");
-  stmt.bind_all(run_id);
-  std::vector<Iteration> out;
+  stmt.bind_all(run.id);
+  bool every_cpu = true;
   try {
-    while (stmt.step()) out.push_back(read_iteration(stmt));
+    while (stmt.step()) {
+      Columns col(stmt);
+      run.iterations.push_back(read_iteration(col));
+      auto cpu = col.real();
+      every_cpu = every_cpu && cpu;
+      if (cpu) run.service_cpu_s.push_back(*cpu);
+    }
   } catch (const Error& e) {
-    throw Error(db.path.string() + ": run " + std::to_string(run_id) + ": " + e.what());
+    throw Error(db.path.string() + ": run " + std::to_string(run.id) + ": " + e.what());
   }
-  return out;
+  if (!every_cpu) run.service_cpu_s.clear();
 }
 
 std::optional<RunRecord> first_run_with_iterations(Db db, Statement& stmt) {
   if (!stmt.step()) return std::nullopt;
   RunRecord run = read_run(db, stmt);
-  run.iterations = load_iterations(db, run.id);
+  load_iterations(db, run);
+  run.host_samples_json = load_samples(db, run.id);
   return run;
 }
 
@@ -478,13 +376,21 @@ BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {
 }
 
 int64_t BaselineStore::record(const RunRecord& run) {
+  return record_all({run}).front();
+}
+
+std::vector<int64_t> BaselineStore::record_all(const std::vector<RunRecord>& runs) {
   Db db{db_.get(), path_};
   if (is_read_only(db.handle)) throw Error(path_.string() + ": store is read-only");
   Transaction tx(db);
-  int64_t id = insert_run(db, run);
-  insert_iterations(db, id, run.iterations);
+  std::vector<int64_t> ids;
+  for (const auto& run : runs) {
+    ids.push_back(insert_run(db, run));
+    insert_iterations(db, ids.back(), run);
+    insert_samples(db, ids.back(), run.host_samples_json);
+  }
   tx.commit();
-  return id;
+  return ids;
 }
 
 std::optional<RunRecord> BaselineStore::latest_baseline(const BaselineQuery& query) {

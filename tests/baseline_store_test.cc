@@ -4,9 +4,12 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "perfgate/error.h"
 #include "support/test_support.h"
@@ -422,6 +425,136 @@ TEST(BaselineStoreEligibility, OnlyCompleteUnsaturatedPassOrWarn) {
   run.saturation.saturated = false;
   run.status = "aborted";
   EXPECT_FALSE(run.eligible_as_baseline());
+}
+
+// The schema exactly as perfgate 0.1 (schema version 1) wrote it, kept here
+// verbatim so that the migration is tested against what real stores hold.
+constexpr const char* kSchemaV1 = R"sql(
+  CREATE TABLE runs (
+    id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, profile_name TEXT NOT NULL,
+    profile_hash TEXT NOT NULL, profile_json TEXT NOT NULL, commit_sha TEXT NOT NULL,
+    branch TEXT NOT NULL, baseline_branch TEXT NOT NULL, pipeline_id TEXT NOT NULL,
+    ci_provider TEXT NOT NULL, host_key TEXT NOT NULL, host_json TEXT NOT NULL,
+    engine TEXT NOT NULL, threads INT NOT NULL, connections INT NOT NULL,
+    verdict TEXT NOT NULL, saturated INT NOT NULL, saturation_json TEXT NOT NULL,
+    status TEXT NOT NULL, eligible INT NOT NULL);
+  CREATE INDEX runs_baseline ON runs
+    (profile_name, profile_hash, branch, host_key, eligible, id);
+  CREATE TABLE iterations (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INT NOT NULL,
+    discarded INT NOT NULL, duration_ns INT NOT NULL, responses INT NOT NULL,
+    bytes_read INT NOT NULL, err_connect INT NOT NULL, err_read INT NOT NULL,
+    err_write INT NOT NULL, err_timeout INT NOT NULL, err_other INT NOT NULL,
+    status_other INT NOT NULL, status_1xx INT NOT NULL, status_2xx INT NOT NULL,
+    status_3xx INT NOT NULL, status_4xx INT NOT NULL, status_5xx INT NOT NULL,
+    latency BLOB NOT NULL, PRIMARY KEY (run_id, idx));
+  PRAGMA application_id = 1348880244;
+  PRAGMA journal_mode = WAL;
+  PRAGMA user_version = 1;
+  INSERT INTO runs VALUES (7, '2026-11-01T10:00:00Z', 'hello', 'abc123', '{}', 'c0ffee',
+    'main', 'main', '17', 'gitlab', 'hostkey', '{"cpus":"4"}', 'native', 2, 50, 'pass', 0,
+    '{"reasons":[]}', 'complete', 1);
+)sql";
+
+// A v1 store with one run whose iteration holds `histogram`, written by raw SQL.
+void write_v1_store(const fs::path& path, const LatencyHistogram& histogram) {
+  sqlite_exec(path, kSchemaV1);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db,
+                     "INSERT INTO iterations VALUES (7, 0, 0, 1000000000, ?, 100, 0, 0, 0, 0, 0,"
+                     " 0, 0, ?, 0, 0, 0, ?)",
+                     -1, &stmt, nullptr);
+  auto bytes = histogram.serialize();
+  sqlite3_bind_int64(stmt, 1, static_cast<int64_t>(histogram.count()));
+  sqlite3_bind_int64(stmt, 2, static_cast<int64_t>(histogram.count()));
+  sqlite3_bind_blob(stmt, 3, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  EXPECT_EQ(sqlite3_step(stmt), SQLITE_DONE) << sqlite3_errmsg(db);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+TEST(BaselineStore, MigratesAVersion1StoreKeepingItsRuns) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  LatencyHistogram histogram;
+  for (uint64_t v = 1; v <= 500; ++v) histogram.record_ns(v * 1000);
+  write_v1_store(path, histogram);
+  auto store = BaselineStore::open(path);
+  EXPECT_EQ(store.schema_version(), 2);
+  auto old = store.run(7);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->ci.commit, "c0ffee");
+  ASSERT_EQ(old->iterations.size(), 1u);
+  EXPECT_TRUE(old->iterations[0].stats.latency == histogram);
+  EXPECT_TRUE(old->service_cpu_s.empty());
+  EXPECT_TRUE(old->host_samples_json.empty());
+  EXPECT_EQ(store.latest_baseline({"hello", "abc123", "main", ""})->id, 7);
+  auto run = make_run();
+  run.host_samples_json = R"({"cpu":[1,2]})";
+  EXPECT_EQ(store.run(store.record(run))->host_samples_json, run.host_samples_json);
+}
+
+TEST(BaselineStore, ReadOnlyVersion1StoreAsksForWriteAccess) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  write_v1_store(path, LatencyHistogram());
+  auto before = read_file(path);
+  try {
+    BaselineStore::open(path, BaselineStore::Mode::kReadOnly);
+    ADD_FAILURE() << "opened a v1 store read-only";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("open it once with write access"), std::string::npos);
+  }
+  EXPECT_EQ(read_file(path), before);
+}
+
+TEST(BaselineStore, SamplesAndServiceCpuRoundTrip) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  auto run = make_run();
+  run.host_samples_json = R"({"interval_ms":250,"cpu_user_pct":[10.5,11.0]})";
+  run.service_cpu_s = {0.25, 0.5, 0.75, 1.0};
+  auto back = store.run(store.record(run));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->host_samples_json, run.host_samples_json);
+  EXPECT_EQ(back->service_cpu_s, run.service_cpu_s);
+  auto plain = store.run(store.record(make_run()));
+  EXPECT_TRUE(plain->service_cpu_s.empty());
+  EXPECT_TRUE(plain->host_samples_json.empty());
+  EXPECT_EQ(sqlite_text(dir / "perfgate.db", "SELECT count(*) FROM run_samples"), "1");
+}
+
+TEST(BaselineStore, RecordAllIsAllOrNothing) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  auto bad = make_run();
+  bad.iterations.push_back(bad.iterations.front());  // duplicate (run_id, idx)
+  EXPECT_THROW(store.record_all({make_run(), bad}), Error);
+  EXPECT_EQ(store.run_count(), 0);
+  EXPECT_EQ(store.record_all({make_run(), make_run()}).size(), 2u);
+}
+
+// Separate connections, as separate perfgate processes would have: the busy
+// timeout and retries must let every writer through.
+TEST(BaselineStore, ConcurrentWritersAllSucceed) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  std::vector<std::thread> writers;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < 4; ++w)
+    writers.emplace_back([&] {
+      try {
+        auto store = BaselineStore::open(path);
+        for (int i = 0; i < 10; ++i) store.record(make_run());
+      } catch (const Error&) {
+        ++failures;
+      }
+    });
+  for (auto& writer : writers) writer.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(BaselineStore::open(path).run_count(), 40);
 }
 
 }  // namespace

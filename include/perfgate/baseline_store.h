@@ -34,7 +34,8 @@ class BaselineStore {
   BaselineStore& operator=(BaselineStore&&) noexcept;
   ~BaselineStore();
 
-  /// Writes the run with its iterations and histograms in one transaction; returns its id.
+  /// Writes the run with its iterations, histograms and host samples in one
+  /// transaction; returns its id.
   /// An empty `created_at` is stored as the current UTC time; `ci.summary_path` is
   /// not stored. Throws Error on a read-only store.
   int64_t record(const RunRecord& run);
@@ -47,9 +48,14 @@ class BaselineStore {
   std::vector<RunRecord> runs(const std::string& profile_name = "", int limit = 100);
   int64_t run_count();
 
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   int schema_version();
   const std::filesystem::path& path() const { return path_; }
+  /// The open connection, for store maintenance (store_maintenance.cc), which
+  /// needs SQL of its own: integrity checks, pruning.
+  sqlite3* connection() { return db_.get(); }
+  /// Writes every run in one transaction (all or none); returns their ids.
+  std::vector<int64_t> record_all(const std::vector<RunRecord>& runs);
 
  private:
   BaselineStore(std::filesystem::path path, sqlite3* db);

@@ -28,10 +28,21 @@ struct RunRecord {
   Saturation saturation;
   std::string status = "complete";    // "complete" or "aborted"
   std::vector<Iteration> iterations;  // discarded ones included, histograms too
+  /// The service's CPU seconds per iteration (service_cpu_s[i] for
+  /// iterations[i]) when it was measured; empty otherwise.
+  std::vector<double> service_cpu_s;
+  /// The host sampler's series as one JSON document; empty when none.
+  std::string host_samples_json;
 
   /// May later runs be judged against this one? Complete, not saturated, not
   /// failed: a failing run on the baseline branch must not become the new normal.
   bool eligible_as_baseline() const;
 };
+
+/// The run as one line of JSON (no newline), histograms in base64: the format of
+/// `perfgate store export`. Without `with_id` two copies of one run give the same text.
+std::string to_json_line(const RunRecord& run, bool with_id = true);
+/// The inverse of to_json_line(); throws Error saying what is wrong.
+RunRecord run_from_json_line(std::string_view line);
 
 }  // namespace perfgate

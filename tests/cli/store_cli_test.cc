@@ -1,0 +1,170 @@
+// The store under stress, through the real binary: runs killed at random
+// moments, many writers at once, and the `store` maintenance commands.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "perfgate/baseline_store.h"
+#include "support/test_support.h"
+
+extern char** environ;
+
+namespace perfgate {
+namespace {
+
+using testing::CommandResult;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+// Short on purpose: two 50 ms windows, so that a random kill lands anywhere
+// from start-up to the store's commit.
+constexpr const char* kShortProfile = R"({
+  "name": "store-cli",
+  "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
+  "load": { "threads": 1, "connections": 2, "duration": "50ms", "warmup": "20ms" },
+  "repeat": { "count": 2, "discard": 0 },
+  "thresholds": { "throughput": { "warn": "90%", "fail": "99%" },
+                  "latency_p99": { "warn": "500%", "fail": "1000%" } }
+})";
+
+class StoreCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::write_file(profile_, kShortProfile); }
+
+  std::vector<std::string> run_args() const {
+    return {testing::perfgate_binary(), "run", profile_.string(), "--store", store_.string()};
+  }
+  std::map<std::string, std::string> env() const {
+    return {{"TARGET_PORT", std::to_string(server_.port())}};
+  }
+  CommandResult perfgate(std::vector<std::string> args) const {
+    args.insert(args.begin(), testing::perfgate_binary());
+    return testing::run_command(args, env());
+  }
+  CommandResult check() const { return perfgate({"store", "check", "--store", store_.string()}); }
+
+  // Starts `perfgate run` with its output thrown away, so the test can kill it by PID.
+  pid_t spawn_run() const {
+    auto args = run_args();
+    std::vector<std::string> envs = {"TARGET_PORT=" + std::to_string(server_.port())};
+    for (char** e = environ; *e; ++e) envs.emplace_back(*e);
+    std::vector<char*> c_args, c_env;
+    for (auto& a : args) c_args.push_back(a.data());
+    for (auto& e : envs) c_env.push_back(e.data());
+    c_args.push_back(nullptr);
+    c_env.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int devnull = open("/dev/null", O_RDWR);
+      dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
+      execve(c_args[0], c_args.data(), c_env.data());
+      _exit(127);
+    }
+    return pid;
+  }
+
+  testing::DemoServerProcess server_{{"--delay", "1ms", "--delay-every", "1"}};
+  TempDir dir_;
+  fs::path profile_ = dir_ / "profile.json";
+  fs::path store_ = dir_ / "perfgate.db";
+};
+
+// Every run the store shows is whole: two iterations, and the baseline too.
+void expect_only_whole_runs(const fs::path& path, int attempt) {
+  auto store = BaselineStore::open(path, BaselineStore::Mode::kReadOnly);
+  for (const auto& header : store.runs("", 0))
+    EXPECT_EQ(store.run(header.id)->iterations.size(), 2u)
+        << "run " << header.id << " after kill " << attempt;
+  auto any = store.runs("", 1);
+  if (any.empty()) return;
+  auto base =
+      store.latest_baseline({"store-cli", any[0].profile_hash, any[0].ci.baseline_branch, ""});
+  if (base) {
+    EXPECT_EQ(base->iterations.size(), 2u) << "after kill " << attempt;
+  }
+}
+
+TEST_F(StoreCliTest, SigkillAtRandomMomentsNeverDamagesTheStore) {
+  // This shared machine is often saturated, which makes a run warn (2): still stored.
+  ASSERT_LE(testing::run_command(run_args(), env()).exit_code, 2);  // the store exists
+  std::mt19937 random(20261130);
+  std::uniform_int_distribution<int> delay_ms(0, 400);
+  int killed_mid_run = 0;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    pid_t pid = spawn_run();
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));
+    killed_mid_run += kill(pid, SIGKILL) == 0;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    auto checked = check();
+    ASSERT_EQ(checked.exit_code, 0) << "after kill " << attempt << ":\n"
+                                    << checked.out << checked.err;
+    expect_only_whole_runs(store_, attempt);
+  }
+  RecordProperty("killed_mid_run", killed_mid_run);
+}
+
+TEST_F(StoreCliTest, EightConcurrentRunnersStoreAllFortyRuns) {
+  std::vector<std::thread> runners;
+  std::vector<std::vector<int>> exits(8);
+  for (int r = 0; r < 8; ++r)
+    runners.emplace_back([&, r] {
+      for (int i = 0; i < 5; ++i)
+        exits[r].push_back(testing::run_command(run_args(), env()).exit_code);
+    });
+  for (auto& runner : runners) runner.join();
+  for (const auto& codes : exits)
+    for (int code : codes) EXPECT_TRUE(code >= 0 && code <= 2) << "exit " << code;
+  EXPECT_EQ(BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).run_count(), 40);
+  EXPECT_EQ(check().exit_code, 0);
+}
+
+TEST_F(StoreCliTest, ExportImportAndPruneThroughTheCli) {
+  for (int i = 0; i < 3; ++i) ASSERT_LE(testing::run_command(run_args(), env()).exit_code, 2);
+  auto exported = dir_ / "runs.jsonl";
+  ASSERT_EQ(
+      perfgate({"store", "export", "--store", store_.string(), "-o", exported.string()}).exit_code,
+      0);
+  auto copy = dir_ / "copy.db";
+  auto imported = perfgate({"store", "import", exported.string(), "--store", copy.string()});
+  EXPECT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.out.find("imported 3 runs, skipped 0"), std::string::npos) << imported.out;
+  imported = perfgate({"store", "import", exported.string(), "--store", copy.string()});
+  EXPECT_NE(imported.out.find("imported 0 runs, skipped 3"), std::string::npos) << imported.out;
+  auto pruned = perfgate({"store", "prune", "--keep", "1", "--store", copy.string()});
+  EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_NE(pruned.out.find("pruned 2 runs, 1 left"), std::string::npos) << pruned.out;
+  EXPECT_EQ(perfgate({"store", "check", "--store", copy.string()}).exit_code, 0);
+}
+
+TEST_F(StoreCliTest, CheckOfADamagedStoreExits3) {
+  ASSERT_LE(testing::run_command(run_args(), env()).exit_code, 2);
+  {
+    auto store = BaselineStore::open(store_);
+    auto* sql = "UPDATE runs SET eligible = 1 - eligible";  // as if a buggy writer had stored it
+    ASSERT_EQ(sqlite3_exec(store.connection(), sql, nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  auto checked = check();
+  EXPECT_EQ(checked.exit_code, 3);
+  EXPECT_NE(checked.out.find("eligible flag disagrees"), std::string::npos) << checked.out;
+}
+
+TEST_F(StoreCliTest, MissingStoreIsAnErrorAndNotCreated) {
+  auto missing = dir_ / "nope.db";
+  auto r = perfgate({"store", "check", "--store", missing.string()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("no such store"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+}  // namespace
+}  // namespace perfgate
