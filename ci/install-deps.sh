@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what perfgate needs to build and test, from Debian's packages only.
+# Installs what perfgate needs to build, from Debian's packages only; with
+# --test also what the test suite uses (validators, a headless browser).
 # Idempotent and quiet when everything is there; needs root (or sudo) otherwise.
 set -euo pipefail
 
@@ -7,8 +8,11 @@ packages=(
   g++ cmake make pkg-config
   libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libspdlog-dev
   libhttp-parser-dev libgtest-dev googletest
-  libxml2-utils python3 python3-jsonschema  # test-time validators (JUnit XSD, JSON Schema)
 )
+if [ "${1:-}" = "--test" ]; then
+  # JUnit XSD, JSON Schema and YAML checks; the HTML report rendered in Chromium.
+  packages+=(libxml2-utils python3 python3-jsonschema python3-yaml chromium)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

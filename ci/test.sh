@@ -4,7 +4,7 @@
 # UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash ci/install-deps.sh
+bash ci/install-deps.sh --test
 jobs=$(nproc)
 
 echo "== build (-Werror) and test"
