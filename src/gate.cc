@@ -12,12 +12,14 @@
 #include "perfgate/baseline_store.h"
 #include "perfgate/console_report.h"
 #include "perfgate/doctor.h"
+#include "perfgate/gitlab_report.h"
 #include "perfgate/host_fingerprint.h"
 #include "perfgate/host_sampler.h"
 #include "perfgate/json_report.h"
 #include "perfgate/junit_report.h"
 #include "perfgate/load_engine.h"
 #include "perfgate/markdown_report.h"
+#include "perfgate/openmetrics_report.h"
 #include "perfgate/saturation.h"
 #include "perfgate/service_process.h"
 
@@ -287,6 +289,8 @@ void write_reports(const RunOptions& options, const GateResult& r, std::ostream*
   if (out) *out << console_report(r);
   write_file(options.junit_path, junit_report(r));
   if (!options.json_path.empty()) write_file(options.json_path, json_report(r).dump(2) + "\n");
+  write_file(options.gitlab_load_performance_path, gitlab_load_performance(r));
+  write_file(options.openmetrics_path, openmetrics(r));
   if (!options.summary_path.empty()) write_file(options.summary_path, markdown_report(r));
   // GitHub shows the step summary on the job page; it expects appends.
   else if (!r.ci.summary_path.empty())
@@ -324,6 +328,8 @@ void check_report_paths(const RunOptions& options) {
   check_writable(options.junit_path, "--junit");
   check_writable(options.json_path, "--json");
   check_writable(options.summary_path, "--summary");
+  check_writable(options.gitlab_load_performance_path, "--gitlab-load-performance");
+  check_writable(options.openmetrics_path, "--openmetrics");
 }
 
 ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,

@@ -18,6 +18,10 @@ void register_run_command(CommandSet& commands) {
   run->add_option("--json", opt->json_path, "Write the JSON result here");
   run->add_option("--summary", opt->summary_path,
                   "Write a Markdown summary here (default: $GITHUB_STEP_SUMMARY when set)");
+  run->add_option("--gitlab-load-performance", opt->gitlab_load_performance_path,
+                  "Write the k6-shaped summary GitLab's merge request widget reads");
+  run->add_option("--openmetrics", opt->openmetrics_path,
+                  "Write the metrics in OpenMetrics text (GitLab artifacts:reports:metrics)");
   run->add_option("--commit", opt->ci.commit, "Commit SHA (default: GITHUB_SHA / CI_COMMIT_SHA)");
   run->add_option("--branch", opt->ci.branch, "Branch of this run (default: from CI variables)");
   run->add_option(

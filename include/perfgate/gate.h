@@ -15,9 +15,11 @@ namespace perfgate {
 struct RunOptions {
   std::filesystem::path profile_path;
   std::filesystem::path store_path = "baselines/perfgate.db";
-  std::filesystem::path junit_path;    // empty = none
-  std::filesystem::path json_path;     // empty = none
-  std::filesystem::path summary_path;  // empty = GITHUB_STEP_SUMMARY when set
+  std::filesystem::path junit_path;                    // empty = none
+  std::filesystem::path json_path;                     // empty = none
+  std::filesystem::path summary_path;                  // empty = GITHUB_STEP_SUMMARY when set
+  std::filesystem::path gitlab_load_performance_path;  // k6 summary for GitLab's MR widget
+  std::filesystem::path openmetrics_path;              // for GitLab's artifacts:reports:metrics
   CiOverrides ci;
   bool record = true;
 };

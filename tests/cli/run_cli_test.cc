@@ -195,6 +195,25 @@ TEST_F(RunCliTest, JsonHasEveryContractField) {
   EXPECT_GT(j["metrics"]["throughput_rps"]["value"].get<double>(), 0);
 }
 
+TEST_F(RunCliTest, WritesGitlabLoadPerformanceAndOpenMetrics) {
+  DemoServerProcess server(kSteady);
+  auto k6 = dir_ / "reports" / "load-performance.json";
+  auto metrics = dir_ / "reports" / "metrics.txt";
+  auto json_path = dir_ / "result.json";
+  auto r = run(server.port(), {"--gitlab-load-performance", k6.string(), "--openmetrics",
+                               metrics.string(), "--json", json_path.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto widget = nlohmann::json::parse(testing::read_file(k6));
+  auto result = nlohmann::json::parse(testing::read_file(json_path));
+  EXPECT_NEAR(widget["metrics"]["http_reqs"]["rate"].get<double>(),
+              result["metrics"]["throughput_rps"]["value"].get<double>(), 0.05);
+  EXPECT_TRUE(widget["metrics"]["http_req_waiting"].contains("p(90)"));
+  EXPECT_TRUE(widget["metrics"]["checks"].contains("passes"));
+  auto text = testing::read_file(metrics);
+  EXPECT_NE(text.find("perfgate_throughput_rps{"), std::string::npos) << text;
+  EXPECT_EQ(text.substr(text.size() - 6), "# EOF\n");
+}
+
 TEST_F(RunCliTest, CiVariablesAreRecordedAndSelectTheBaselineBranch) {
   DemoServerProcess server(kSteady);
   auto env = [&](const std::string& branch) {
