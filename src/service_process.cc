@@ -83,7 +83,8 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec) : spec_(spec) {
   if (n == sizeof err) {
     waitpid(pid_, nullptr, 0);
     reaped_ = true;
-    throw Error("service.command: cannot start " + in_quotes(spec_.command[0]) + ": " + strerror(err));
+    throw Error("service.command: cannot start " + in_quotes(spec_.command[0]) + ": " +
+                strerror(err));
   }
 }
 

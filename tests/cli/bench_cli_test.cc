@@ -24,7 +24,8 @@ TEST(BenchCliTest, PrintsWrkShapedReportAndCountsMatchTheServer) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(Requests/sec:\s+[0-9]+\.[0-9]{2})")));
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(Transfer/sec:\s+[0-9.]+[KMG]?B)")));
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) requests in 2\.00s, [0-9.]+[KMG]?B read)")))
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex(R"((\d+) requests in 2\.00s, [0-9.]+[KMG]?B read)")))
       << r.out;
   auto counted = std::stoull(m[1]);
   auto served = server.requests_served();
@@ -78,7 +79,8 @@ TEST(ValidateCliTest, ReportsEveryProblemWithItsLine) {
   "target": { "url": "ftp://example/" },
   "load": { "conections": 5 }
 })");
-  auto r = testing::run_command({testing::perfgate_binary(), "validate", (dir / "p.json").string()});
+  auto r =
+      testing::run_command({testing::perfgate_binary(), "validate", (dir / "p.json").string()});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("p.json:3: target.url"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("p.json:4: load.conections: unknown key; did you mean \"connections\"?"),

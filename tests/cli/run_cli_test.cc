@@ -169,8 +169,8 @@ TEST_F(RunCliTest, FailingRunsJunitHasAFailureThatValidates) {
   auto xml = testing::read_file(junit);
   EXPECT_NE(xml.find("<failure"), std::string::npos);
   auto xsd = testing::source_dir() / "tests" / "fixtures" / "junit-10.xsd";
-  EXPECT_EQ(testing::run_command({"/usr/bin/xmllint", "--noout", "--schema", xsd.string(),
-                                  junit.string()})
+  EXPECT_EQ(testing::run_command(
+                {"/usr/bin/xmllint", "--noout", "--schema", xsd.string(), junit.string()})
                 .exit_code,
             0);
 }
@@ -225,8 +225,13 @@ TEST_F(RunCliTest, CiVariablesAreRecordedAndSelectTheBaselineBranch) {
                                               {"CI_PIPELINE_ID", "42"}};
   };
   auto args = [&](const std::string& json) {
-    return std::vector<std::string>{testing::perfgate_binary(), "run", profile_.string(),
-                                    "--store", store_.string(), "--json", json};
+    return std::vector<std::string>{testing::perfgate_binary(),
+                                    "run",
+                                    profile_.string(),
+                                    "--store",
+                                    store_.string(),
+                                    "--json",
+                                    json};
   };
   auto on_main = testing::run_command(args((dir_ / "main.json").string()), env("main"));
   ASSERT_EQ(on_main.exit_code, 0) << on_main.err;
