@@ -63,7 +63,7 @@ class RunCliTest : public ::testing::Test {
 };
 
 TEST_F(RunCliTest, FirstRunPassesAndRecordsTheBaseline) {
-  DemoServerProcess server;
+  DemoServerProcess server(kSteady);
   auto r = run(server.port());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("this run becomes the baseline"), std::string::npos) << r.out;
@@ -96,7 +96,7 @@ TEST_F(RunCliTest, SlowedServerFailsAndNamesTheMetric) {
 }
 
 TEST_F(RunCliTest, ErrorInjectingServerFailsOnErrorRate) {
-  DemoServerProcess failing({"--error-every", "5"});
+  DemoServerProcess failing({"--error-every", "5", "--delay", "10ms"});
   auto json_path = dir_ / "result.json";
   auto r = run(failing.port(), {"--json", json_path.string()});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -114,7 +114,7 @@ TEST_F(RunCliTest, UnreachableTargetExits3WithOneLineAndStoresNothing) {
 }
 
 TEST_F(RunCliTest, UnreachableTargetDoesNotTouchAnExistingStore) {
-  DemoServerProcess server;
+  DemoServerProcess server(kSteady);
   ASSERT_EQ(run(server.port()).exit_code, 0);
   auto before = testing::read_file(store_);
   EXPECT_EQ(run(testing::unused_port()).exit_code, 3);
@@ -146,13 +146,13 @@ TEST_F(RunCliTest, NoRecordLeavesTheStoreUntouched) {
 }
 
 TEST_F(RunCliTest, NoRecordWithoutAStoreCreatesNone) {
-  DemoServerProcess server;
+  DemoServerProcess server(kSteady);
   EXPECT_EQ(run(server.port(), {"--no-record"}).exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(store_));
 }
 
 TEST_F(RunCliTest, JunitValidatesAgainstTheJenkinsSchema) {
-  DemoServerProcess server;
+  DemoServerProcess server(kSteady);
   auto junit = dir_ / "junit.xml";
   ASSERT_EQ(run(server.port(), {"--junit", junit.string()}).exit_code, 0);
   auto xsd = testing::source_dir() / "tests" / "fixtures" / "junit-10.xsd";
@@ -163,7 +163,7 @@ TEST_F(RunCliTest, JunitValidatesAgainstTheJenkinsSchema) {
 }
 
 TEST_F(RunCliTest, FailingRunsJunitHasAFailureThatValidates) {
-  DemoServerProcess failing({"--error-every", "5"});
+  DemoServerProcess failing({"--error-every", "5", "--delay", "10ms"});
   auto junit = dir_ / "junit.xml";
   EXPECT_EQ(run(failing.port(), {"--junit", junit.string()}).exit_code, 1);
   auto xml = testing::read_file(junit);
@@ -176,7 +176,7 @@ TEST_F(RunCliTest, FailingRunsJunitHasAFailureThatValidates) {
 }
 
 TEST_F(RunCliTest, JsonHasEveryContractField) {
-  DemoServerProcess server;
+  DemoServerProcess server(kSteady);
   auto json_path = dir_ / "result.json";
   ASSERT_EQ(run(server.port(), {"--json", json_path.string(), "--commit", "c0ffee"}).exit_code, 0);
   auto j = nlohmann::json::parse(testing::read_file(json_path));
