@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -19,6 +20,7 @@
 
 #include "perfgate/error.h"
 #include "sqlite_handle.h"
+#include "store_schema.h"
 
 namespace perfgate {
 namespace fs = std::filesystem;
@@ -34,117 +36,9 @@ using sqlite::Handle;
 using sqlite::query_int;
 using sqlite::Statement;
 using sqlite::Transaction;
-
-// PRAGMA application_id of every perfgate store ("PfGt"): tells our files from any
-// other SQLite database, which must never be touched.
-constexpr int32_t kApplicationId = 0x50664774;
-
-// ---- schema ----------------------------------------------------------------
-
-void create_schema_v1(Db db) {
-  exec(db, R"sql(
-    CREATE TABLE runs (
-      id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, profile_name TEXT NOT NULL,
-      profile_hash TEXT NOT NULL, profile_json TEXT NOT NULL, commit_sha TEXT NOT NULL,
-      branch TEXT NOT NULL, baseline_branch TEXT NOT NULL, pipeline_id TEXT NOT NULL,
-      ci_provider TEXT NOT NULL, host_key TEXT NOT NULL, host_json TEXT NOT NULL,
-      engine TEXT NOT NULL, threads INT NOT NULL, connections INT NOT NULL,
-      verdict TEXT NOT NULL, saturated INT NOT NULL, saturation_json TEXT NOT NULL,
-      status TEXT NOT NULL, eligible INT NOT NULL);
-    CREATE INDEX runs_baseline ON runs
-      (profile_name, profile_hash, branch, host_key, eligible, id);
-    CREATE TABLE iterations (
-      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INT NOT NULL,
-      discarded INT NOT NULL, duration_ns INT NOT NULL, responses INT NOT NULL,
-      bytes_read INT NOT NULL, err_connect INT NOT NULL, err_read INT NOT NULL,
-      err_write INT NOT NULL, err_timeout INT NOT NULL, err_other INT NOT NULL,
-      status_other INT NOT NULL, status_1xx INT NOT NULL, status_2xx INT NOT NULL,
-      status_3xx INT NOT NULL, status_4xx INT NOT NULL, status_5xx INT NOT NULL,
-      latency BLOB NOT NULL, PRIMARY KEY (run_id, idx));
-  )sql");
-  exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId));
-}
-
-// v2: host samples of a run (one JSON document) and the service's CPU seconds
-// per iteration (NULL when no service was measured).
-void migrate_v1_to_v2(Db db) {
-  exec(db, R"sql(
-    CREATE TABLE run_samples (
-      run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, json TEXT NOT NULL);
-    ALTER TABLE iterations ADD COLUMN service_cpu_s REAL;
-  )sql");
-}
-
-using Migration = void (*)(Db);
-
-// migrations()[n] takes a store from schema n to n + 1. A new schema appends a
-// step here and bumps BaselineStore::kSchemaVersion; old steps never change.
-std::span<const Migration> migrations() {
-  static constexpr std::array<Migration, 2> kSteps = {create_schema_v1, migrate_v1_to_v2};
-  static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
-  return kSteps;
-}
-
-[[noreturn]] void throw_newer(const fs::path& path, int64_t version) {
-  throw Error(path.string() + ": store has schema version " + std::to_string(version) +
-              ", newer than this perfgate understands (" +
-              std::to_string(BaselineStore::kSchemaVersion) + "); upgrade perfgate");
-}
-
-void migrate(Db db) {
-  if (query_int(db, "PRAGMA user_version") == BaselineStore::kSchemaVersion) return;
-  Transaction tx(db);
-  // Read again under the write lock: another perfgate may have just migrated.
-  int64_t version = query_int(db, "PRAGMA user_version");
-  if (version > BaselineStore::kSchemaVersion) throw_newer(db.path, version);
-  for (; version < BaselineStore::kSchemaVersion; ++version)
-    migrations()[static_cast<size_t>(version)](db);
-  exec(db, "PRAGMA user_version = " + std::to_string(BaselineStore::kSchemaVersion));
-  tx.commit();
-}
-
-// ---- opening -----------------------------------------------------------------
-
-[[noreturn]] void throw_foreign(const fs::path& path, const std::string& why) {
-  throw Error(path.string() + ": not a perfgate store (" + why + "); choose another --store");
-}
-
-// SQLite takes any file shorter than one page for an empty database and would
-// write over it, so the magic string is checked here first.
-void check_sqlite_magic(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot read store (" + std::strerror(errno) + ")");
-  std::array<char, 16> magic{};
-  in.read(magic.data(), magic.size());
-  if (in.gcount() != 16 || std::memcmp(magic.data(), "SQLite format 3", 16) != 0)
-    throw_foreign(path, "not an SQLite database");
-}
-
-// Reads the header of an existing file through a read-only connection, so that
-// a file which is not ours is rejected before anything could write to it.
-void check_is_perfgate_store(const fs::path& path) {
-  check_sqlite_magic(path);
-  Handle handle = connect(path, SQLITE_OPEN_READONLY);
-  Db db{handle.get(), path};
-  int64_t app_id = 0, version = 0, objects = 0;
-  try {
-    app_id = query_int(db, "PRAGMA application_id");
-    version = query_int(db, "PRAGMA user_version");
-    objects = query_int(db, "SELECT count(*) FROM sqlite_schema");
-  } catch (const Error&) {
-    int rc = sqlite3_errcode(db.handle);
-    if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT) throw_foreign(path, sqlite3_errmsg(db.handle));
-    throw;  // locked, unreadable: a real store may be behind it
-  }
-  // An SQLite file with no tables and nothing set is as good as a new one.
-  bool blank = app_id == 0 && version == 0 && objects == 0;
-  if (app_id != kApplicationId && !blank) {
-    char id[16];
-    std::snprintf(id, sizeof id, "0x%08x", static_cast<uint32_t>(app_id));
-    throw_foreign(path, std::string("another program's SQLite database, application_id ") + id);
-  }
-  if (version > BaselineStore::kSchemaVersion) throw_newer(path, version);
-}
+using store_schema::check_is_perfgate_store;
+using store_schema::is_read_only;
+using store_schema::prepare;
 
 bool has_content(const fs::path& path) {
   std::error_code ec;
@@ -161,37 +55,13 @@ void create_parent(const fs::path& path) {
                 ")");
 }
 
-bool is_read_only(sqlite3* db) {
-  return sqlite3_db_readonly(db, "main") == 1;
-}
-
-// Without write access nothing can be created or upgraded, but a current store
-// is still fine for reading (history, compare).
-void require_current_schema(Db db) {
-  auto version = query_int(db, "PRAGMA user_version");
-  if (version == BaselineStore::kSchemaVersion) return;
-  throw Error(db.path.string() + ": store is read-only and has schema version " +
-              std::to_string(version) + ", not " + std::to_string(BaselineStore::kSchemaVersion) +
-              "; open it once with write access to create or upgrade it");
-}
-
-void prepare(Db db) {
-  exec(db, "PRAGMA foreign_keys = ON");
-  if (is_read_only(db.handle)) {
-    require_current_schema(db);
-  } else {
-    // WAL lets `perfgate history` read while a run is being written.
-    exec(db, "PRAGMA journal_mode = WAL");
-    migrate(db);
-  }
-}
-
 // ---- rows ------------------------------------------------------------------
 
 constexpr std::string_view kRunColumns =
     "id, created_at, profile_name, profile_hash, profile_json, commit_sha, branch, "
     "baseline_branch, pipeline_id, ci_provider, host_json, engine, threads, connections, "
-    "verdict, saturated, saturation_json, status";
+    "verdict, saturated, saturation_json, status, kind, review, review_reason, review_by, "
+    "review_at";
 
 constexpr std::string_view kIterationColumns =
     "idx, discarded, duration_ns, responses, bytes_read, err_connect, err_read, err_write, "
@@ -216,13 +86,15 @@ int64_t insert_run(Db db, const RunRecord& run) {
                  "INSERT INTO runs (created_at, profile_name, profile_hash, profile_json, "
                  "commit_sha, branch, baseline_branch, pipeline_id, ci_provider, host_key, "
                  "host_json, engine, threads, connections, verdict, saturated, saturation_json, "
-                 "status, eligible) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "status, eligible, kind, review, review_reason, review_by, review_at) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   stmt.bind_all(run.created_at.empty() ? utc_now() : run.created_at, run.profile_name,
                 run.profile_hash, run.profile_json, run.ci.commit, run.ci.branch,
                 run.ci.baseline_branch, run.ci.pipeline_id, run.ci.provider, run.host.key(),
                 nlohmann::json(run.host.fields).dump(), run.engine, run.threads, run.connections,
                 to_string(run.verdict), run.saturation.saturated, saturation_json(run.saturation),
-                run.status, run.eligible_as_baseline());
+                run.status, run.eligible_as_baseline(), run.kind, run.review.state,
+                run.review.reason, run.review.by, run.review.at);
   stmt.run();
   return sqlite3_last_insert_rowid(db.handle);
 }
@@ -304,6 +176,8 @@ RunRecord read_run(Db db, Statement& row) {
   run.saturation.saturated = col.int64() != 0;
   auto saturation_json = col.text();
   run.status = col.text();
+  run.kind = col.text();
+  run.review = {col.text(), col.text(), col.text(), col.text()};
   read_json_columns(db, host_json, saturation_json, run);
   return run;
 }
@@ -394,19 +268,53 @@ std::vector<int64_t> BaselineStore::record_all(const std::vector<RunRecord>& run
 }
 
 std::optional<RunRecord> BaselineStore::latest_baseline(const BaselineQuery& query) {
+  auto runs = eligible_runs(query, 1);
+  if (runs.empty()) return std::nullopt;
+  return std::move(runs.front());
+}
+
+std::vector<RunRecord> BaselineStore::eligible_runs(const BaselineQuery& query, int limit) {
   Db db{db_.get(), path_};
   // Two spellings rather than "(? = '' OR host_key = ?)", which would hide the
   // host_key column from the index.
   std::string sql = "SELECT " + std::string(kRunColumns) +
                     " FROM runs WHERE profile_name = ? AND profile_hash = ? AND branch = ?" +
                     (query.host_key.empty() ? "" : " AND host_key = ?") +
-                    " AND eligible = 1 ORDER BY id DESC LIMIT 1";
+                    " AND eligible = 1 AND id < ? ORDER BY id DESC LIMIT ?";
   Statement stmt(db, sql);
+  int64_t before = query.before_run > 0 ? query.before_run : INT64_MAX;
   if (query.host_key.empty())
-    stmt.bind_all(query.profile_name, query.profile_hash, query.branch);
+    stmt.bind_all(query.profile_name, query.profile_hash, query.branch, before, limit);
   else
-    stmt.bind_all(query.profile_name, query.profile_hash, query.branch, query.host_key);
-  return first_run_with_iterations(db, stmt);
+    stmt.bind_all(query.profile_name, query.profile_hash, query.branch, query.host_key, before,
+                  limit);
+  std::vector<RunRecord> out;
+  while (stmt.step()) {
+    out.push_back(read_run(db, stmt));
+    // An accepted run is a new normal: what came before it is history, not baseline.
+    if (out.back().review.state == "accepted") break;
+  }
+  for (auto& run : out) {
+    load_iterations(db, run);
+    run.host_samples_json = load_samples(db, run.id);
+  }
+  return out;
+}
+
+void BaselineStore::set_review(int64_t id, const Review& review) {
+  Db db{db_.get(), path_};
+  if (is_read_only(db.handle)) throw Error(path_.string() + ": store is read-only");
+  Transaction tx(db);
+  auto stored = run(id);
+  if (!stored) throw Error(path_.string() + ": no run " + std::to_string(id));
+  stored->review = review;
+  Statement stmt(db,
+                 "UPDATE runs SET review = ?, review_reason = ?, review_by = ?, review_at = ?, "
+                 "eligible = ? WHERE id = ?");
+  stmt.bind_all(review.state, review.reason, review.by, review.at, stored->eligible_as_baseline(),
+                id);
+  stmt.run();
+  tx.commit();
 }
 
 std::optional<RunRecord> BaselineStore::run(int64_t id) {

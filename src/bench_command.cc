@@ -28,10 +28,15 @@ struct BenchArgs {
 TargetSpec bench_target(const BenchArgs& args) {
   TargetSpec target;
   target.url = args.url;
-  for (const auto& header : args.headers) {
+  for (size_t i = 0; i < args.headers.size(); ++i) {
+    const auto& header = args.headers[i];
     auto colon = header.find(':');
+    // Not echoed: a header without its colon may be all secret ("-H $TOKEN").
     if (colon == std::string::npos)
-      throw Error("-H: expected \"Name: value\", got \"" + header + "\"");
+      throw Error("-H: header " + std::to_string(i + 1) + " of " +
+                  std::to_string(args.headers.size()) +
+                  " has no ':'; expected \"Name: value\" (its text is not shown: it may be a "
+                  "secret)");
     auto value = header.substr(colon + 1);
     value.erase(0, value.find_first_not_of(' '));
     target.headers.emplace_back(header.substr(0, colon), value);
@@ -60,7 +65,7 @@ int run_bench(const BenchArgs& args, const CommandContext& ctx) {
   auto result = engine->run(plan, ctx.stop, {});
   std::cout << bench_report(plan, result, args.latency) << std::flush;
   if (!args.json_path.empty()) {
-    auto judgement = judge(summarize(result.iterations), nullptr, {}, {});
+    auto judgement = judge(run_figures(result.iterations), nullptr, {}, {});
     nlohmann::json out{{"metrics", metrics_json(judgement.checks)}};
     std::ofstream file(args.json_path);
     file << out.dump(2) << "\n";

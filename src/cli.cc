@@ -97,6 +97,8 @@ int run_cli(int argc, char** argv) {
   register_doctor_command(commands);
   register_store_command(commands);
   register_report_command(commands);
+  register_history_command(commands);
+  register_calibrate_command(commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

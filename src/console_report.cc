@@ -12,13 +12,15 @@ namespace {
 
 using report::one_line;
 
-constexpr size_t kColumns = 6;
+constexpr size_t kColumns = 8;
 using Row = std::array<std::string, kColumns>;
 // Figures line up on their decimal point when right-aligned; words read left to right.
-constexpr std::array<bool, kColumns> kRightAligned = {false, true, true, true, false, false};
+constexpr std::array<bool, kColumns> kRightAligned = {false, true, true,  true,
+                                                      true,  true, false, false};
 
-Row header_row() {
-  return {"metric", "baseline", "now", "change", "limit", "verdict"};
+Row header_row(const GateResult& r) {
+  return {"metric", "baseline", "now",    "change", report::compact(r.confidence) + "% CI",
+          "p",      "limit",    "verdict"};
 }
 
 // Ungated metrics are shown for information: they have no verdict of their own.
@@ -27,6 +29,8 @@ Row row_of(const MetricCheck& c) {
           c.baseline ? report::format_value(*c.baseline, c.unit) : "-",
           report::format_value(c.value, c.unit),
           report::format_change(c.change_pct),
+          report::format_interval(c.test),
+          report::format_p(c.test),
           report::format_limits(c),
           c.gated ? std::string(to_string(c.verdict)) : "-"};
 }
@@ -122,7 +126,7 @@ std::string verdict_line(const GateResult& r) {
 std::string console_report(const GateResult& result) {
   std::string text = title(result) + facts(result);
   if (!result.checks.empty()) {
-    std::vector<Row> rows = {header_row()};
+    std::vector<Row> rows = {header_row(result)};
     for (const MetricCheck& check : result.checks) rows.push_back(row_of(check));
     text += render_table(rows);
   }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "perfgate/baseline.h"
 #include "perfgate/baseline_store.h"
 #include "perfgate/console_report.h"
 #include "perfgate/doctor.h"
@@ -135,41 +136,6 @@ Saturation judge_saturation(const Profile& profile, const Measurement& m) {
   return saturation;
 }
 
-// The run's figures: the iteration metrics, plus the service's cost when its
-// CPU was measured (a baseline's from its stored samples).
-MetricSet run_metrics(const std::vector<Iteration>& iterations,
-                      const std::vector<std::optional<double>>& service_cpu_s) {
-  MetricSet metrics = summarize(iterations);
-  metrics.merge(service_cost_metrics(iterations, service_cpu_s));
-  return metrics;
-}
-
-MetricSet baseline_metrics(const RunRecord& baseline) {
-  return run_metrics(baseline.iterations, service_cpu_by_iteration(baseline.host_samples_json,
-                                                                   baseline.iterations.size()));
-}
-
-// judge() checks the metric_defs() list only; the service's cost is still shown,
-// ungated, until verdict.cc and the profile's thresholds learn host_metric_defs().
-void add_host_metric_checks(const MetricSet& now, const MetricSet* baseline, Judgement& j) {
-  for (const auto& def : host_metric_defs()) {
-    auto it = now.find(def.key);
-    bool judged = std::any_of(j.checks.begin(), j.checks.end(),
-                              [&](const MetricCheck& c) { return c.metric == def.key; });
-    if (it == now.end() || judged) continue;
-    MetricCheck c;
-    c.metric = std::string(def.key);
-    c.unit = std::string(def.unit);
-    c.value = it->second;
-    auto b = baseline ? baseline->find(def.key) : now.end();
-    if (baseline && b != baseline->end()) {
-      c.baseline = b->second;
-      if (b->second != 0) c.change_pct = (c.value - b->second) / std::fabs(b->second) * 100.0;
-    }
-    j.checks.push_back(c);
-  }
-}
-
 HostSummary host_summary(const Measurement& m, const MetricSet& metrics) {
   HostSummary h;
   h.memory_available_min_pct = 100;
@@ -213,13 +179,30 @@ void require_responses(const LoadResult& load, const std::string& url) {
   }
 }
 
-BaselineQuery baseline_query(const Profile& profile, const CiContext& ci,
-                             const HostFingerprint& host) {
-  return {profile.name, profile.hash, ci.baseline_branch, host.key()};
+// The baseline, chosen before the load so that a bad --baseline-run fails fast.
+BaselineSelection choose_baseline(const RunOptions& options, std::optional<BaselineStore>& store,
+                                  const Profile& profile, const CiContext& ci,
+                                  const HostFingerprint& host) {
+  if (!store) {
+    if (options.baseline_run)
+      throw Error("--baseline-run " + std::to_string(*options.baseline_run) + ": no store at " +
+                  options.store_path.string());
+    return {};
+  }
+  BaselineQuery query{profile.name, profile.hash, ci.baseline_branch,
+                      options.any_host ? "" : host.key()};
+  BaselinePolicy policy{profile.baseline.window, profile.baseline.drift_window,
+                        options.baseline_run};
+  auto selection = select_baseline(*store, query, policy);
+  if (selection.baseline)
+    spdlog::info("baseline: {} run(s) of branch {}, newest run {}",
+                 selection.baseline->run_ids.size(), ci.baseline_branch,
+                 selection.baseline->run_ids.front());
+  return selection;
 }
 
 GateResult assemble(const Profile& profile, const LoadResult& load, const Judgement& judgement,
-                    const std::optional<RunRecord>& baseline) {
+                    const BaselineSelection& selection) {
   GateResult r;
   r.profile_name = profile.name;
   r.profile_hash = profile.hash;
@@ -228,11 +211,15 @@ GateResult assemble(const Profile& profile, const LoadResult& load, const Judgem
   r.verdict = judgement.verdict;
   r.exit_code = exit_status_of(judgement.verdict);
   r.checks = judgement.checks;
-  r.notes = judgement.notes;
-  if (baseline) {
-    r.baseline_run_id = baseline->id;
-    r.baseline_commit = baseline->ci.commit;
+  r.notes = selection.notes;
+  r.notes.insert(r.notes.end(), judgement.notes.begin(), judgement.notes.end());
+  r.confidence = profile.baseline.confidence;
+  if (const auto& b = selection.baseline) {
+    r.baseline_run_id = b->run_ids.front();
+    r.baseline_commit = b->commits.front();
+    r.baseline_run_ids = b->run_ids;
   }
+  if (selection.drift_reference) r.drift_run_ids = selection.drift_reference->run_ids;
   r.engine = load.engine;
   r.threads = load.threads;
   r.connections = load.connections;
@@ -285,18 +272,6 @@ void write_file(const fs::path& path, const std::string& text, bool append = fal
   if (!file) throw Error("cannot write " + path.string());
 }
 
-void write_reports(const RunOptions& options, const GateResult& r, std::ostream* out) {
-  if (out) *out << console_report(r);
-  write_file(options.junit_path, junit_report(r));
-  if (!options.json_path.empty()) write_file(options.json_path, json_report(r).dump(2) + "\n");
-  write_file(options.gitlab_load_performance_path, gitlab_load_performance(r));
-  write_file(options.openmetrics_path, openmetrics(r));
-  if (!options.summary_path.empty()) write_file(options.summary_path, markdown_report(r));
-  // GitHub shows the step summary on the job page; it expects appends.
-  else if (!r.ci.summary_path.empty())
-    write_file(r.ci.summary_path, markdown_report(r), true);
-}
-
 // Reports of a run that could not be judged, so that CI shows an error and not
 // a missing file. The error itself is rethrown to the CLI.
 void write_error_reports(const RunOptions& options, GateResult r, const std::string& error) {
@@ -311,6 +286,18 @@ void write_error_reports(const RunOptions& options, GateResult r, const std::str
 }
 
 }  // namespace
+
+void write_reports(const RunOptions& options, const GateResult& r, std::ostream* out) {
+  if (out) *out << console_report(r);
+  write_file(options.junit_path, junit_report(r));
+  if (!options.json_path.empty()) write_file(options.json_path, json_report(r).dump(2) + "\n");
+  write_file(options.gitlab_load_performance_path, gitlab_load_performance(r));
+  write_file(options.openmetrics_path, openmetrics(r));
+  if (!options.summary_path.empty()) write_file(options.summary_path, markdown_report(r));
+  // GitHub shows the step summary on the job page; it expects appends.
+  else if (!r.ci.summary_path.empty())
+    write_file(r.ci.summary_path, markdown_report(r), true);
+}
 
 // Report paths are checked before the load: a run must not be recorded and
 // then fail on a report it cannot write.
@@ -332,6 +319,57 @@ void check_report_paths(const RunOptions& options) {
   check_writable(options.openmetrics_path, "--openmetrics");
 }
 
+MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostFingerprint& host,
+                        const std::atomic<bool>& stop) {
+  GateResult r;
+  r.started_at = utc_now();
+  r.ci = ci;
+  r.host = host;
+  Measurement m;
+  {
+    auto service = start_service(profile);
+    m = run_load(profile, stop, service_pid(profile, service.get(), ProcReader("/")));
+  }
+  require_responses(m.load, profile.target.url);
+  r.saturation = judge_saturation(profile, m);
+  r.verdict = r.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
+  MeasuredRun out{make_record(profile, r, m.load),
+                  run_figures(m.load.iterations, service_cpu(m.windows))};
+  out.record.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
+  return out;
+}
+
+GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& options) {
+  auto run = store.run(run_id);
+  if (!run) throw Error(store.path().string() + ": no run " + std::to_string(run_id));
+  auto no_env = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+  std::string source = "run " + std::to_string(run_id) + "'s stored profile";
+  Profile profile = parse_profile(run->profile_json, source, no_env);
+  profile.hash = run->profile_hash;  // the hash of the text it was written in
+  BaselineQuery query{run->profile_name, run->profile_hash, run->ci.baseline_branch,
+                      options.any_host ? "" : run->host.key(), run->id};
+  BaselinePolicy policy{profile.baseline.window, profile.baseline.drift_window,
+                        options.baseline_run};
+  auto selection = select_baseline(store, query, policy);
+  const auto& base = selection.baseline;
+  const auto& drift = selection.drift_reference;
+  auto judgement =
+      judge(stored_run_figures(*run), base ? &base->sample : nullptr, profile.thresholds,
+            run->saturation, {profile.baseline.confidence}, drift ? &drift->sample : nullptr);
+  LoadResult load{run->engine, run->threads, run->connections, {}, run->iterations};
+  GateResult result = assemble(profile, load, judgement, selection);
+  result.profile_source = source;
+  result.run_id = run->id;
+  result.recorded = true;
+  result.started_at = run->created_at;
+  result.ci = run->ci;
+  result.host = run->host;
+  result.saturation = run->saturation;
+  result.notes.push_back("judged again from the store (stored verdict: " +
+                         std::string(to_string(run->verdict)) + "); nothing was stored");
+  return result;
+}
+
 ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,
                     const std::atomic<bool>& stop) {
   Profile profile = load_profile(options.profile_path, env);
@@ -346,25 +384,25 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     auto store = open_store(options);
     auto host = read_host_fingerprint();
     auto doctor_warnings = preflight(profile);
+    auto selection = choose_baseline(options, store, profile, partial.ci, host);
     Measurement m;
     {
       auto service = start_service(profile);
       m = run_load(profile, stop, service_pid(profile, service.get(), ProcReader("/")));
     }  // the service stops here, before judging and reporting
     require_responses(m.load, profile.target.url);
-    auto query = baseline_query(profile, partial.ci, host);
-    auto baseline = store ? store->latest_baseline(query) : std::nullopt;
-    MetricSet base_metrics = baseline ? baseline_metrics(*baseline) : MetricSet{};
-    MetricSet now = run_metrics(m.load.iterations, service_cpu(m.windows));
+    RunFigures now = run_figures(m.load.iterations, service_cpu(m.windows));
     Saturation saturation = judge_saturation(profile, m);
-    auto judgement = judge(now, baseline ? &base_metrics : nullptr, profile.thresholds, saturation);
-    add_host_metric_checks(now, baseline ? &base_metrics : nullptr, judgement);
-    GateResult result = assemble(profile, m.load, judgement, baseline);
+    const auto& base = selection.baseline;
+    const auto& drift = selection.drift_reference;
+    auto judgement = judge(now, base ? &base->sample : nullptr, profile.thresholds, saturation,
+                           {profile.baseline.confidence}, drift ? &drift->sample : nullptr);
+    GateResult result = assemble(profile, m.load, judgement, selection);
     result.started_at = partial.started_at;
     result.ci = partial.ci;
     result.host = host;
     result.saturation = saturation;
-    result.host_summary = host_summary(m, now);
+    result.host_summary = host_summary(m, now.summary);
     result.host_summary.doctor_warnings = doctor_warnings;
     result.duration_s = to_seconds(Clock::now() - started);
     record_run(options, store, profile, m, result);

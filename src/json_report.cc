@@ -39,6 +39,19 @@ json thresholds_json(const Thresholds& t) {
   return out;
 }
 
+// The noise test behind the change; null when there was nothing to test.
+json test_json(const std::optional<ChangeTest>& t) {
+  if (!t) return nullptr;
+  return {{"ci_low_pct", number(t->ci_low_pct)},
+          {"ci_high_pct", number(t->ci_high_pct)},
+          {"p_value", number(t->p_value)},
+          {"significant", t->significant},
+          {"n_now", t->n_now},
+          {"n_baseline", t->n_base},
+          {"baseline_runs", t->baseline_runs},
+          {"method", t->method}};
+}
+
 json check_json(const MetricCheck& c) {
   return {{"value", number(c.value)},
           {"baseline", number(c.baseline)},
@@ -47,7 +60,9 @@ json check_json(const MetricCheck& c) {
           {"unit", c.unit},
           {"thresholds", thresholds_json(c.thresholds)},
           {"gated", c.gated},
-          {"message", c.message}};
+          {"message", c.message},
+          {"test", test_json(c.test)},
+          {"drift_pct", number(c.drift_pct)}};
 }
 
 // Profile names and environment values are arbitrary bytes, and dumping a json
@@ -71,7 +86,13 @@ json profile_json(const GateResult& r) {
 
 json baseline_json(const GateResult& r) {
   if (!r.baseline_run_id) return nullptr;
-  return {{"run_id", *r.baseline_run_id}, {"commit", text_or_null(r.baseline_commit)}};
+  json drift = nullptr;
+  if (!r.drift_run_ids.empty()) drift = r.drift_run_ids;
+  return {{"run_id", *r.baseline_run_id},
+          {"commit", text_or_null(r.baseline_commit)},
+          {"run_ids", r.baseline_run_ids},
+          {"confidence_pct", r.confidence},
+          {"drift_run_ids", drift}};
 }
 
 json ci_json(const CiContext& ci) {

@@ -49,14 +49,15 @@ std::string table_row(const std::vector<std::string>& cells) {
   return "| " + report::join(cells, " | ") + " |\n";
 }
 
-std::string metrics_table(const std::vector<MetricCheck>& checks) {
-  std::string out = table_row({"metric", "baseline", "now", "change", "limit", "verdict"});
-  out += "| :--- | ---: | ---: | ---: | :--- | :--- |\n";
+std::string metrics_table(const std::vector<MetricCheck>& checks, double confidence) {
+  std::string out = table_row({"metric", "baseline", "now", "change",
+                               report::compact(confidence) + "% CI", "p", "limit", "verdict"});
+  out += "| :--- | ---: | ---: | ---: | ---: | ---: | :--- | :--- |\n";
   for (const MetricCheck& c : checks) {
     std::string base = c.baseline ? report::format_value(*c.baseline, c.unit) : "-";
     out += table_row({md(c.metric), base, report::format_value(c.value, c.unit),
-                      report::format_change(c.change_pct), md(report::format_limits(c)),
-                      verdict_cell(c)});
+                      report::format_change(c.change_pct), report::format_interval(c.test),
+                      md(report::format_p(c.test)), md(report::format_limits(c)), verdict_cell(c)});
   }
   return out + "\n";
 }
@@ -155,7 +156,8 @@ std::string details(const GateResult& r) {
 
 std::string markdown_report(const GateResult& result) {
   std::string text = heading(result);
-  if (!result.checks.empty()) text += metrics_table(result.checks) + findings(result.checks);
+  if (!result.checks.empty())
+    text += metrics_table(result.checks, result.confidence) + findings(result.checks);
   return text + notes(result) + details(result);
 }
 

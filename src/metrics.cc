@@ -85,30 +85,62 @@ std::vector<double> kept_values(const std::vector<Iteration>& iterations, const 
 
 MetricSet summarize(const std::vector<Iteration>& iterations) {
   MetricSet out;
-  for (const auto& def : kMetrics) {
-    auto values = kept_values(iterations, def);
-    double max = values.empty() ? 0.0 : *std::max_element(values.begin(), values.end());
-    out[std::string(def.key)] = def.aggregate == Aggregate::kMax ? max : median(values);
-  }
+  for (const auto& def : kMetrics)
+    out[std::string(def.key)] = aggregate(def, kept_values(iterations, def));
   return out;
 }
 
+namespace {
+
+struct ServiceCost {
+  std::vector<double> us_per_request, requests_per_cpu_s;
+};
+
 // Iterations with no responses or no measured CPU have no cost figure; a service
 // idle to the tick (10 ms) would divide by zero, so it is left out too.
-MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
-                               const std::vector<std::optional<double>>& service_cpu_s) {
-  std::vector<double> us_per_request, requests_per_cpu_s;
+ServiceCost service_cost(const std::vector<Iteration>& iterations,
+                         const std::vector<std::optional<double>>& service_cpu_s) {
+  ServiceCost cost;
   for (size_t i = 0; i < iterations.size() && i < service_cpu_s.size(); ++i) {
     const auto& it = iterations[i];
     const auto& cpu_s = service_cpu_s[i];
     if (it.discarded || !cpu_s || *cpu_s <= 0 || it.stats.responses == 0) continue;
     double responses = static_cast<double>(it.stats.responses);
-    us_per_request.push_back(*cpu_s * 1e6 / responses);
-    requests_per_cpu_s.push_back(responses / *cpu_s);
+    cost.us_per_request.push_back(*cpu_s * 1e6 / responses);
+    cost.requests_per_cpu_s.push_back(responses / *cpu_s);
   }
-  if (us_per_request.empty()) return {};
-  return {{"service_cpu_us_per_request", median(us_per_request)},
-          {"requests_per_service_cpu_s", median(requests_per_cpu_s)}};
+  return cost;
+}
+
+}  // namespace
+
+MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
+                               const std::vector<std::optional<double>>& service_cpu_s) {
+  auto cost = service_cost(iterations, service_cpu_s);
+  if (cost.us_per_request.empty()) return {};
+  return {{"service_cpu_us_per_request", median(cost.us_per_request)},
+          {"requests_per_service_cpu_s", median(cost.requests_per_cpu_s)}};
+}
+
+double aggregate(const MetricDef& def, const std::vector<double>& values) {
+  if (values.empty()) return 0.0;
+  if (def.aggregate == Aggregate::kMax) return *std::max_element(values.begin(), values.end());
+  return median(values);
+}
+
+RunFigures run_figures(const std::vector<Iteration>& iterations,
+                       const std::vector<std::optional<double>>& service_cpu_s) {
+  RunFigures figures;
+  for (const auto& def : kMetrics)
+    figures.values[std::string(def.key)] = kept_values(iterations, def);
+  auto cost = service_cost(iterations, service_cpu_s);
+  if (!cost.us_per_request.empty()) {
+    figures.values["service_cpu_us_per_request"] = std::move(cost.us_per_request);
+    figures.values["requests_per_service_cpu_s"] = std::move(cost.requests_per_cpu_s);
+  }
+  for (const auto& [key, values] : figures.values)
+    figures.summary[key] = aggregate(*find_metric(key), values);
+  return figures;
 }
 
 }  // namespace perfgate

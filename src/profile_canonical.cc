@@ -141,8 +141,10 @@ static json thresholds_json(const ThresholdSet& set) {
     if (limits.min) entry["min"] = *limits.min;
     if (limits.max && def && def->unit == "ms")
       entry["max"] = format_duration(Nanos(std::llround(*limits.max * 1e6)));
-    else if (limits.max)
+    else if (limits.max && def && def->unit == "%")
       entry["max"] = percent_text(*limits.max);
+    else if (limits.max)
+      entry["max"] = *limits.max;
     out[def ? std::string(def->threshold_key) : metric] = entry;
   }
   return out;
@@ -183,6 +185,9 @@ std::string redacted_profile_json(const Profile& p) {
   }
   if (p.service) out["service"] = service_json(*p.service);
   out["saturation"] = saturation_json(p.saturation);
+  out["baseline"] = {{"window", p.baseline.window},
+                     {"drift_window", p.baseline.drift_window},
+                     {"confidence", percent_text(p.baseline.confidence)}};
   if (!p.redact.empty()) out["redact"] = p.redact;
   return dump(out);
 }

@@ -6,9 +6,10 @@
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 10> kRootKeys = {
-    "$schema", "name",       "description", "target",     "load",
-    "repeat",  "thresholds", "service",     "saturation", "redact"};
+constexpr std::array<std::string_view, 11> kRootKeys = {
+    "$schema",    "name",    "description", "target",   "load",  "repeat",
+    "thresholds", "service", "saturation",  "baseline", "redact"};
+constexpr std::array<std::string_view, 3> kBaselineKeys = {"window", "drift_window", "confidence"};
 constexpr std::array<std::string_view, 8> kLoadKeys = {
     "threads", "connections", "duration", "warmup", "rate", "engine", "timeout", "connect_timeout"};
 constexpr std::array<std::string_view, 2> kRepeatKeys = {"count", "discard"};
@@ -119,8 +120,10 @@ Thresholds read_limits(const Section& entry, const MetricDef& def) {
     limits.min = entry.positive_number("min");
   } else if (def.unit == "ms") {
     limits.max = latency_ceiling_ms(entry);
-  } else {
+  } else if (def.unit == "%") {
     limits.max = entry.percent("max", 100);
+  } else {
+    limits.max = entry.positive_number("max");  // in the metric's unit, e.g. CPU-us
   }
   return limits;
 }
@@ -128,11 +131,15 @@ Thresholds read_limits(const Section& entry, const MetricDef& def) {
 ThresholdSet read_thresholds(const Section& root) {
   if (!root.has("thresholds")) return default_thresholds();
   Section s = root.object("thresholds");
+  std::vector<const MetricDef*> defs;
+  for (auto list : {metric_defs(), host_metric_defs()})
+    for (const auto& def : list) defs.push_back(&def);
   std::vector<std::string_view> known;
-  for (const auto& def : metric_defs()) known.push_back(def.threshold_key);
+  for (const auto* def : defs) known.push_back(def->threshold_key);
   s.reject_unknown(known);
   ThresholdSet set;
-  for (const auto& def : metric_defs()) {
+  for (const auto* d : defs) {
+    const MetricDef& def = *d;
     Section entry = s.object(def.threshold_key);
     if (!entry.present()) continue;
     Thresholds limits = read_limits(entry, def);
@@ -183,6 +190,25 @@ SaturationSpec read_saturation(const Section& root) {
   return spec;
 }
 
+BaselineSpec read_baseline(const Section& root) {
+  BaselineSpec spec;
+  Section s = root.object("baseline");
+  s.reject_unknown(kBaselineKeys);
+  spec.window = s.integer("window", 1, 100).value_or(spec.window);
+  spec.drift_window = s.integer("drift_window", 0, 10'000).value_or(spec.drift_window);
+  if (auto confidence = s.percent("confidence", 99.9)) {
+    if (*confidence < 50)
+      s.problem("confidence", "must be at least 50%, got " + percent_text(*confidence));
+    else
+      spec.confidence = *confidence;
+  }
+  if (spec.drift_window > 0 && spec.drift_window <= spec.window && s.has("drift_window"))
+    s.problem("drift_window", "must be 0 (off) or more than window (" +
+                                  std::to_string(spec.window) + "), got " +
+                                  std::to_string(spec.drift_window));
+  return spec;
+}
+
 std::vector<std::string> read_redact(const Section& root) {
   if (!root.has("redact")) return {};
   auto names = root.string_list("redact");
@@ -211,6 +237,7 @@ Profile read_profile(const Doc& doc, Problems& problems, const std::filesystem::
   profile.thresholds = read_thresholds(root);
   profile.service = read_service(root, profile.target);
   profile.saturation = read_saturation(root);
+  profile.baseline = read_baseline(root);
   profile.redact = read_redact(root);
   return profile;
 }

@@ -27,6 +27,12 @@ void register_run_command(CommandSet& commands) {
   run->add_option(
       "--baseline-branch", opt->ci.baseline_branch,
       "Branch whose runs are the baseline (default: PR/MR target, else default branch)");
+  run->add_option_function<int64_t>(
+         "--baseline-run", [opt](int64_t id) { opt->baseline_run = id; },
+         "Judge against this stored run alone (see perfgate history)")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--any-host", opt->any_host,
+                "Take baselines from runs on any load machine, not only matching ones");
   run->add_flag("!--no-record", opt->record, "Judge without storing this run");
   commands.add(run, [opt](const CommandContext& ctx) {
     return to_int(run_gate(*opt, ctx.env, std::cout, ctx.stop));

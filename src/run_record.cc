@@ -130,6 +130,18 @@ RunRecord run_from(const json& j) {
   run.saturation.saturated = j.at("saturation").at("saturated").get<bool>();
   run.saturation.reasons = j.at("saturation").at("reasons").get<std::vector<std::string>>();
   run.status = j.at("status").get<std::string>();
+  // Exports of schema 2 stores have neither: a gate run nobody reviewed.
+  run.kind = j.value("kind", std::string("gate"));
+  if (j.contains("review")) {
+    const auto& r = j.at("review");
+    run.review = {r.at("state").get<std::string>(), r.at("reason").get<std::string>(),
+                  r.at("by").get<std::string>(), r.at("at").get<std::string>()};
+  }
+  if (run.kind != "gate" && run.kind != "calibration")
+    throw Error("kind must be \"gate\" or \"calibration\", got \"" + run.kind + "\"");
+  if (!run.review.state.empty() && run.review.state != "accepted" && run.review.state != "rejected")
+    throw Error("review.state must be \"accepted\", \"rejected\" or \"\", got \"" +
+                run.review.state + "\"");
   run.host_samples_json = j.value("host_samples", std::string());
   read_iterations(j.at("iterations"), run);
   return run;
@@ -139,7 +151,8 @@ RunRecord run_from(const json& j) {
 
 bool RunRecord::eligible_as_baseline() const {
   bool judged_ok = verdict == Verdict::kPass || verdict == Verdict::kWarn;
-  return status == "complete" && !saturation.saturated && judged_ok;
+  bool usable = status == "complete" && kind == "gate" && !saturation.saturated;
+  return usable && review.state != "rejected" && (judged_ok || review.state == "accepted");
 }
 
 std::string to_json_line(const RunRecord& run, bool with_id) {
@@ -159,6 +172,12 @@ std::string to_json_line(const RunRecord& run, bool with_id) {
             {"saturation",
              {{"saturated", run.saturation.saturated}, {"reasons", run.saturation.reasons}}},
             {"status", run.status},
+            {"kind", run.kind},
+            {"review",
+             {{"state", run.review.state},
+              {"reason", run.review.reason},
+              {"by", run.review.by},
+              {"at", run.review.at}}},
             {"host_samples", run.host_samples_json},
             {"iterations", iterations}};
   if (with_id) j["id"] = run.id;

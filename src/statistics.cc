@@ -273,6 +273,62 @@ double normal_quantile(double p) {
   return x - u / (1 + x * u / 2);
 }
 
+namespace {
+
+// Continued fraction of the regularized incomplete beta function (modified Lentz),
+// as in Numerical Recipes' betacf; converges fast for x < (a + 1) / (a + b + 2).
+double beta_fraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (std::fabs(d) < kTiny ? kTiny : d);
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    for (int odd = 0; odd < 2; ++odd) {
+      double num = odd ? -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+                       : m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+      d = 1 + num * d;
+      d = 1 / (std::fabs(d) < kTiny ? kTiny : d);
+      c = 1 + num / c;
+      if (std::fabs(c) < kTiny) c = kTiny;
+      h *= d * c;
+      if (odd && std::fabs(d * c - 1) < 1e-15) return h;
+    }
+  }
+  return h;
+}
+
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
+                          b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_fraction(a, b, x) / a;
+  return 1 - front * beta_fraction(b, a, 1 - x) / b;
+}
+
+}  // namespace
+
+double student_t_cdf(double t, double df) {
+  if (!(df > 0)) throw std::invalid_argument("student_t_cdf: df must be > 0");
+  if (std::isinf(t)) return t > 0 ? 1 : 0;
+  double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
+  return t > 0 ? 1 - tail : tail;
+}
+
+double student_t_quantile(double p, double df) {
+  if (!(p > 0 && p < 1)) throw std::invalid_argument("student_t_quantile: p must be in (0, 1)");
+  // Bisection on the distribution function: monotone, and 200 halvings of a
+  // bracket that doubles until it holds the answer reach double precision.
+  double lo = -1, hi = 1;
+  while (student_t_cdf(lo, df) > p) lo *= 2;
+  while (student_t_cdf(hi, df) < p) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-14 * std::max(1.0, std::fabs(lo)); ++i) {
+    double mid = (lo + hi) / 2;
+    (student_t_cdf(mid, df) < p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
 TestResult mann_whitney(std::span<const double> x, std::span<const double> y) {
   require_values(x, "mann_whitney: first sample");
   require_values(y, "mann_whitney: second sample");
@@ -360,6 +416,44 @@ ChangeEstimate estimate_change(std::span<const double> now, std::span<const doub
           static_cast<int>(now.size()),
           static_cast<int>(baseline.size()),
           std::string("mann-whitney+hodges-lehmann") + (test.exact ? " (exact)" : " (normal)")};
+}
+
+ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
+                                   double confidence) {
+  stats::require_values(baseline_runs, "estimate_run_change: baseline_runs");
+  if (std::isnan(now)) throw std::invalid_argument("estimate_run_change: now is NaN");
+  if (!(confidence > 0 && confidence < 1))
+    throw std::invalid_argument("estimate_run_change: confidence must be in (0, 1)");
+  auto k = static_cast<double>(baseline_runs.size());
+  if (k < 2) throw std::invalid_argument("estimate_run_change: needs at least 2 baseline runs");
+  // Positive figures are compared as log-ratios: run-to-run noise is relative, and
+  // the interval of a change can then never reach below -100 %.
+  bool logs = now > 0 && std::all_of(baseline_runs.begin(), baseline_runs.end(),
+                                     [](double v) { return v > 0; });
+  auto scaled = [&](double v) { return logs ? std::log(v) : v; };
+  double mean = 0;
+  for (double v : baseline_runs) mean += scaled(v) / k;
+  if (!logs && mean == 0) throw std::invalid_argument("estimate_run_change: baseline mean is 0");
+  double ss = 0;
+  for (double v : baseline_runs) ss += (scaled(v) - mean) * (scaled(v) - mean);
+  double scale = std::sqrt(ss / (k - 1)) * std::sqrt(1 + 1 / k);
+  double half = stats::student_t_quantile(0.5 + confidence / 2, k - 1) * scale;
+  double d = scaled(now) - mean;
+  double p = 1;
+  if (scale > 0)
+    p = 2 * (1 - stats::student_t_cdf(std::fabs(d) / scale, k - 1));
+  else if (d != 0)
+    p = 0;  // runs that never varied: any difference is beyond their noise
+  auto pct = [&](double diff) {
+    return logs ? std::expm1(diff) * 100 : diff / std::fabs(mean) * 100;
+  };
+  return {pct(d),
+          pct(d - half),
+          pct(d + half),
+          p,
+          1,
+          static_cast<int>(k),
+          "run-level t (" + std::to_string(baseline_runs.size()) + " runs)"};
 }
 
 ChangeEstimate estimate_paired_change(std::span<const double> now, std::span<const double> baseline,

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <istream>
+#include <map>
 #include <ostream>
 #include <set>
 
@@ -56,21 +57,22 @@ void iteration_problems(Db db, std::vector<std::string>& problems) {
   }
 }
 
-// The flag is what latest_baseline() selects on, so it must agree with the rule
+// The flag is what eligible_runs() selects on, so it must agree with the rule
 // in RunRecord::eligible_as_baseline().
-void run_problems(Db db, std::vector<std::string>& problems) {
-  Statement row(db,
-                "SELECT id, status, verdict, saturated, eligible, "
+void run_problems(BaselineStore& store, std::vector<std::string>& problems) {
+  std::map<int64_t, RunRecord> runs;
+  for (auto& run : store.runs("", 0)) runs.emplace(run.id, std::move(run));
+  Statement row({store.connection(), store.path()},
+                "SELECT id, eligible, "
                 "(SELECT count(*) FROM iterations WHERE run_id = runs.id) FROM runs ORDER BY id");
   while (row.step()) {
-    auto status = row.text(1), verdict = row.text(2);
-    bool judged_ok = verdict == "pass" || verdict == "warn";
-    bool eligible = status == "complete" && row.int64(3) == 0 && judged_ok;
-    if (eligible != (row.int64(4) != 0))
-      problems.push_back(run_name(row.int64(0)) + ": eligible flag disagrees with status " +
-                         status + ", verdict " + verdict);
-    if (row.int64(5) == 0 && status != "aborted")
-      problems.push_back(run_name(row.int64(0)) + ": no iterations, yet status is " + status);
+    const RunRecord& run = runs.at(row.int64(0));
+    if (row.int64(2) == 0 && run.status != "aborted")
+      problems.push_back(run_name(run.id) + ": no iterations, yet status is " + run.status);
+    if (run.eligible_as_baseline() != (row.int64(1) != 0))
+      problems.push_back(run_name(run.id) + ": eligible flag disagrees with status " + run.status +
+                         ", verdict " + std::string(to_string(run.verdict)) +
+                         (run.review.state.empty() ? "" : ", review " + run.review.state));
   }
 }
 
@@ -119,7 +121,7 @@ std::vector<std::string> check_store(BaselineStore& store) {
   // The perfgate checks read rows SQLite may no longer trust.
   if (!problems.empty()) return problems;
   iteration_problems(db, problems);
-  run_problems(db, problems);
+  run_problems(store, problems);
   return problems;
 }
 

@@ -482,7 +482,7 @@ TEST(BaselineStore, MigratesAVersion1StoreKeepingItsRuns) {
   for (uint64_t v = 1; v <= 500; ++v) histogram.record_ns(v * 1000);
   write_v1_store(path, histogram);
   auto store = BaselineStore::open(path);
-  EXPECT_EQ(store.schema_version(), 2);
+  EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);
   auto old = store.run(7);
   ASSERT_TRUE(old);
   EXPECT_EQ(old->ci.commit, "c0ffee");

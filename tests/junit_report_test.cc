@@ -93,7 +93,7 @@ TEST(JunitReportTest, OneTestcasePerGatedCheckPlusSaturation) {
 TEST(JunitReportTest, FailureHeadlineHasMetricFiguresChangeAndLimit) {
   std::string xml = junit_report(testing::fail_result());
   EXPECT_NE(xml.find("<failure message=\"throughput_rps: 14211.0 req/s vs baseline 21034.2 req/s "
-                     "(-32.4%), fail limit -25%\" type=\"regression\">"),
+                     "(-32.4%, p&lt;0.001), fail limit -25%\" type=\"regression\">"),
             std::string::npos)
       << xml;
   EXPECT_NE(xml.find("<failure message=\"error_rate_pct: 0.250% vs baseline 0.000%, above max "
@@ -105,7 +105,7 @@ TEST(JunitReportTest, FailureHeadlineHasMetricFiguresChangeAndLimit) {
 TEST(JunitReportTest, WarnIsSkippedWithItsHeadline) {
   std::string xml = junit_report(testing::warn_result());
   EXPECT_NE(xml.find("<skipped message=\"warn: latency_p99_ms: 2.501 ms vs baseline 1.912 ms "
-                     "(+30.8%), warn limit +25%\" type=\"warn\">"),
+                     "(+30.8%, p&lt;0.001), warn limit +25%\" type=\"warn\">"),
             std::string::npos)
       << xml;
   EXPECT_EQ(xml.find("<failure"), std::string::npos);

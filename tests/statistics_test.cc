@@ -372,3 +372,60 @@ TEST(StatisticsTest, OtherBadInputsThrow) {
 
 }  // namespace
 }  // namespace perfgate
+
+namespace perfgate {
+namespace {
+
+// R's pt() and qt(), and the closed forms for df = 1 (Cauchy), 2 and 3.
+TEST(StudentT, DistributionFunctionMatchesR) {
+  EXPECT_NEAR(stats::student_t_cdf(2.0, 5), 0.9490303, 1e-7);
+  // df = 3: F(t) = 1/2 + (u / (1 + u^2) + atan(u)) / pi with u = t / sqrt(3).
+  double u = -1.5 / std::sqrt(3.0);
+  EXPECT_NEAR(stats::student_t_cdf(-1.5, 3), 0.5 + (u / (1 + u * u) + std::atan(u)) / M_PI, 1e-12);
+  EXPECT_NEAR(stats::student_t_cdf(1.0, 1), 0.75, 1e-12);
+  EXPECT_NEAR(stats::student_t_cdf(1.0, 2), 0.5 + 1 / (2 * std::sqrt(3.0)), 1e-12);
+  EXPECT_DOUBLE_EQ(stats::student_t_cdf(0.0, 7), 0.5);
+  EXPECT_THROW(stats::student_t_cdf(1.0, 0), std::invalid_argument);
+}
+
+TEST(StudentT, QuantileMatchesR) {
+  EXPECT_NEAR(stats::student_t_quantile(0.975, 4), 2.776445, 1e-6);
+  EXPECT_NEAR(stats::student_t_quantile(0.975, 1), 12.7062, 1e-4);
+  EXPECT_NEAR(stats::student_t_quantile(0.95, 10), 1.812461, 1e-6);
+  EXPECT_NEAR(stats::student_t_quantile(0.025, 4), -2.776445, 1e-6);
+  EXPECT_THROW(stats::student_t_quantile(1.0, 4), std::invalid_argument);
+}
+
+// One run against five: the prediction interval on log figures, by hand.
+TEST(RunChange, IsTheTPredictionTestOnLogFigures) {
+  std::vector<double> runs = {100, 110, 90, 105, 95};
+  double mean = 0;
+  for (double v : runs) mean += std::log(v) / 5;
+  double ss = 0;
+  for (double v : runs) ss += std::pow(std::log(v) - mean, 2);
+  double scale = std::sqrt(ss / 4) * std::sqrt(1.2);
+  double t = (std::log(80.0) - mean) / scale;
+  auto e = estimate_run_change(80, runs, 0.95);
+  EXPECT_NEAR(e.p_value, 2 * stats::student_t_cdf(t, 4), 1e-12);
+  EXPECT_NEAR(e.change_pct, (std::exp(std::log(80.0) - mean) - 1) * 100, 1e-9);
+  double half = 2.776445 * scale;
+  EXPECT_NEAR(e.ci_low_pct, std::expm1(std::log(80.0) - mean - half) * 100, 1e-3);
+  EXPECT_GT(e.ci_low_pct, -100);  // a log interval never reaches below -100 %
+  EXPECT_EQ(e.n_base, 5);
+  EXPECT_NE(e.method.find("run-level t (5 runs)"), std::string::npos);
+}
+
+TEST(RunChange, SteadyRunsMakeAnyDifferenceSignificantAndEqualityNot) {
+  std::vector<double> same = {1000, 1000, 1000};
+  EXPECT_EQ(estimate_run_change(1001, same, 0.95).p_value, 0);
+  EXPECT_EQ(estimate_run_change(1000, same, 0.95).p_value, 1);
+  // Zero or negative figures fall back to differences relative to the mean.
+  std::vector<double> with_zero = {0, 2, 4};
+  auto e = estimate_run_change(2, with_zero, 0.95);
+  EXPECT_NEAR(e.change_pct, 0, 1e-12);
+  EXPECT_THROW(estimate_run_change(1, std::vector<double>{1000}, 0.95), std::invalid_argument);
+  EXPECT_THROW(estimate_run_change(1, same, 1.5), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace perfgate

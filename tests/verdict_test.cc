@@ -5,12 +5,37 @@
 namespace perfgate {
 namespace {
 
-MetricSet metrics(double rps, double p99_ms, double err_pct = 0) {
-  MetricSet m;
-  m["throughput_rps"] = rps;
-  m["latency_p99_ms"] = p99_ms;
-  m["error_rate_pct"] = err_pct;
-  return m;
+// A run whose kept iterations scatter by +-`spread` (a fraction) around each
+// figure, symmetrically, so that the median is the figure itself.
+RunFigures figures(double rps, double p99_ms, double err_pct = 0, double spread = 0.005,
+                   int n = 8) {
+  RunFigures f;
+  auto scatter = [&](const char* key, double figure) {
+    auto& values = f.values[key];
+    for (int i = 0; i < n; ++i) {
+      double offset = n > 1 ? (2.0 * i - (n - 1)) / (n - 1) : 0;  // -1 .. +1
+      values.push_back(figure * (1 + spread * offset));
+    }
+    f.summary[key] = figure;
+  };
+  scatter("throughput_rps", rps);
+  scatter("latency_p99_ms", p99_ms);
+  scatter("error_rate_pct", err_pct);
+  return f;
+}
+
+// A baseline pooled from `runs` runs like figures(), whose own figures differ by
+// +-`run_spread` from one run to the next.
+BaselineSample baseline(double rps, double p99_ms, double err_pct = 0, int runs = 1,
+                        double run_spread = 0.005) {
+  BaselineSample b;
+  b.pooled = figures(rps, p99_ms, err_pct, 0.005, 8 * runs);
+  for (const auto& [key, figure] : b.pooled.summary)
+    for (int i = 0; i < runs; ++i) {
+      double offset = runs > 1 ? (2.0 * i - (runs - 1)) / (runs - 1) : 0;
+      b.run_figures[key].push_back(figure * (1 + run_spread * offset));
+    }
+  return b;
 }
 
 ThresholdSet limits() {
@@ -31,65 +56,171 @@ const MetricCheck& check(const Judgement& j, const std::string& key) {
 }
 
 TEST(VerdictTest, NoBaselinePassesWithAbsoluteLimitsOnly) {
-  auto j = judge(metrics(1000, 10), nullptr, limits(), {});
+  auto j = judge(figures(1000, 10), nullptr, limits(), {});
   EXPECT_EQ(j.verdict, Verdict::kPass);
   EXPECT_FALSE(check(j, "throughput_rps").baseline);
+  EXPECT_FALSE(check(j, "throughput_rps").test);
   EXPECT_NE(check(j, "throughput_rps").message.find("no baseline"), std::string::npos);
 }
 
 TEST(VerdictTest, AbsoluteMaxFailsWithoutBaseline) {
-  auto j = judge(metrics(1000, 62.5), nullptr, limits(), {});
+  auto j = judge(figures(1000, 62.5), nullptr, limits(), {});
   EXPECT_EQ(j.verdict, Verdict::kFail);
   EXPECT_EQ(check(j, "latency_p99_ms").verdict, Verdict::kFail);
   EXPECT_NE(check(j, "latency_p99_ms").message.find("above the max 50.000 ms"), std::string::npos);
 }
 
 TEST(VerdictTest, ThroughputDropBands) {
-  auto base = metrics(1000, 10);
-  EXPECT_EQ(judge(metrics(980, 10), &base, limits(), {}).verdict, Verdict::kPass);  // -2%
-  EXPECT_EQ(judge(metrics(960, 10), &base, limits(), {}).verdict, Verdict::kWarn);  // -4%
-  auto j = judge(metrics(940, 10), &base, limits(), {});                            // -6%
+  auto base = baseline(1000, 10);
+  EXPECT_EQ(judge(figures(980, 10), &base, limits(), {}).verdict, Verdict::kPass);  // -2%
+  EXPECT_EQ(judge(figures(960, 10), &base, limits(), {}).verdict, Verdict::kWarn);  // -4%
+  auto j = judge(figures(940, 10), &base, limits(), {});                            // -6%
   EXPECT_EQ(j.verdict, Verdict::kFail);
-  EXPECT_NEAR(*check(j, "throughput_rps").change_pct, -6.0, 1e-9);
-  EXPECT_NE(check(j, "throughput_rps").message.find("fail limit -5%"), std::string::npos);
+  const auto& c = check(j, "throughput_rps");
+  EXPECT_NEAR(*c.change_pct, -6.0, 1e-9);
+  EXPECT_NE(c.message.find("fail limit -5%"), std::string::npos);
+  ASSERT_TRUE(c.test);
+  EXPECT_TRUE(c.test->significant);
+  EXPECT_LT(c.test->p_value, 0.001);
+  EXPECT_LT(c.test->ci_low_pct, -6.0);
+  EXPECT_GT(c.test->ci_high_pct, -7.0);
+  EXPECT_LT(c.test->ci_high_pct, -5.0);
+  EXPECT_NE(c.message.find("95% CI"), std::string::npos) << c.message;
 }
 
 TEST(VerdictTest, ImprovementsNeverFail) {
-  auto base = metrics(1000, 10);
-  auto j = judge(metrics(2000, 5), &base, limits(), {});
+  auto base = baseline(1000, 10);
+  auto j = judge(figures(2000, 5), &base, limits(), {});
   EXPECT_EQ(j.verdict, Verdict::kPass);
   EXPECT_NEAR(*check(j, "latency_p99_ms").change_pct, -50.0, 1e-9);
+  EXPECT_TRUE(check(j, "latency_p99_ms").test->significant);
 }
 
 TEST(VerdictTest, LatencyGrowthBands) {
-  auto base = metrics(1000, 10);
-  EXPECT_EQ(judge(metrics(1000, 11.5), &base, limits(), {}).verdict, Verdict::kWarn);
-  EXPECT_EQ(judge(metrics(1000, 12.5), &base, limits(), {}).verdict, Verdict::kFail);
+  auto base = baseline(1000, 10);
+  EXPECT_EQ(judge(figures(1000, 11.5), &base, limits(), {}).verdict, Verdict::kWarn);
+  EXPECT_EQ(judge(figures(1000, 12.5), &base, limits(), {}).verdict, Verdict::kFail);
+}
+
+// The decision table: past fail and significant fails; past fail within the
+// noise warns; past warn warns whatever the noise; inside warn passes.
+TEST(VerdictTest, PastFailButWithinTheNoiseOnlyWarns) {
+  auto base = baseline(1000, 10);
+  // Iterations scattered by +-40%: a 6% drop is not told from chance.
+  auto j = judge(figures(940, 10, 0, 0.4), &base, limits(), {});
+  const auto& c = check(j, "throughput_rps");
+  ASSERT_TRUE(c.test);
+  EXPECT_FALSE(c.test->significant);
+  EXPECT_GT(c.test->p_value, 0.05);
+  EXPECT_EQ(c.verdict, Verdict::kWarn);
+  EXPECT_NE(c.message.find("not significant"), std::string::npos) << c.message;
+  EXPECT_EQ(j.verdict, Verdict::kWarn);
+}
+
+TEST(VerdictTest, TooFewIterationsCannotFail) {
+  auto base = baseline(1000, 10);
+  // One iteration against eight: the rank test's smallest p-value is 2/9.
+  auto j = judge(figures(500, 10, 0, 0.005, 1), &base, limits(), {});
+  EXPECT_EQ(check(j, "throughput_rps").verdict, Verdict::kWarn);
+  EXPECT_EQ(check(j, "throughput_rps").test->n_now, 1);
+}
+
+TEST(VerdictTest, PastWarnWarnsEvenWhenNotSignificant) {
+  auto base = baseline(1000, 10);
+  auto j = judge(figures(960, 10, 0, 0.4), &base, limits(), {});
+  EXPECT_EQ(check(j, "throughput_rps").verdict, Verdict::kWarn);
+}
+
+TEST(VerdictTest, SignificantChangeInsideTheLimitsPasses) {
+  auto base = baseline(1000, 10);
+  auto j = judge(figures(985, 10), &base, limits(), {});  // -1.5%, tight iterations
+  EXPECT_TRUE(check(j, "throughput_rps").test->significant);
+  EXPECT_EQ(j.verdict, Verdict::kPass);
+}
+
+// Iterations of one run share its luck; whole runs that differ by +-8% from each
+// other make a 6% drop of one more run unremarkable, however tight its iterations.
+TEST(VerdictTest, RunToRunNoiseOfThreeOrMoreBaselineRunsCounts) {
+  auto noisy = baseline(1000, 10, 0, 5, 0.08);
+  auto j = judge(figures(940, 10), &noisy, limits(), {});
+  const auto& c = check(j, "throughput_rps");
+  ASSERT_TRUE(c.test);
+  EXPECT_EQ(c.test->baseline_runs, 5);
+  EXPECT_NE(c.test->method.find("run-level"), std::string::npos);
+  EXPECT_FALSE(c.test->significant);
+  EXPECT_EQ(c.verdict, Verdict::kWarn);
+  auto steady = baseline(1000, 10, 0, 5, 0.005);
+  EXPECT_EQ(check(judge(figures(940, 10), &steady, limits(), {}), "throughput_rps").verdict,
+            Verdict::kFail);
+}
+
+TEST(VerdictTest, HigherConfidenceNeedsStrongerEvidence) {
+  auto base = baseline(1000, 10, 0, 3, 0.005);
+  auto now = figures(940, 10);
+  auto c95 = check(judge(now, &base, limits(), {}, {95}), "throughput_rps");
+  auto c999 = check(judge(now, &base, limits(), {}, {99.9}), "throughput_rps");
+  EXPECT_EQ(c95.verdict, Verdict::kFail);
+  EXPECT_EQ(c999.verdict, Verdict::kWarn);
+  EXPECT_GT(c999.test->ci_high_pct - c999.test->ci_low_pct,
+            c95.test->ci_high_pct - c95.test->ci_low_pct);
+}
+
+TEST(VerdictTest, DriftPastTheFailLimitWarns) {
+  auto recent = baseline(1000, 10);
+  auto older = baseline(1100, 10);
+  auto j = judge(figures(990, 10), &recent, limits(), {}, {}, &older);  // -1%, but -10% since
+  const auto& c = check(j, "throughput_rps");
+  ASSERT_TRUE(c.drift_pct);
+  EXPECT_NEAR(*c.drift_pct, -10.0, 1e-9);
+  EXPECT_EQ(c.verdict, Verdict::kWarn);
+  EXPECT_NE(c.message.find("drifted -10.0%"), std::string::npos) << c.message;
+  // Within the limit since then: nothing to say.
+  auto close = baseline(1020, 10);
+  EXPECT_EQ(judge(figures(990, 10), &recent, limits(), {}, {}, &close).verdict, Verdict::kPass);
 }
 
 TEST(VerdictTest, ZeroBaselineHasNoRelativeChange) {
-  auto base = metrics(1000, 10, 0);
-  auto j = judge(metrics(1000, 10, 0.05), &base, limits(), {});
+  auto base = baseline(1000, 10, 0);
+  auto j = judge(figures(1000, 10, 0.05), &base, limits(), {});
   EXPECT_FALSE(check(j, "error_rate_pct").change_pct);
+  EXPECT_FALSE(check(j, "error_rate_pct").test);
   EXPECT_EQ(j.verdict, Verdict::kPass);
-  EXPECT_EQ(judge(metrics(1000, 10, 0.5), &base, limits(), {}).verdict, Verdict::kFail);
+  EXPECT_EQ(judge(figures(1000, 10, 0.5), &base, limits(), {}).verdict, Verdict::kFail);
 }
 
 TEST(VerdictTest, UngatedMetricsAreReportedNotJudged) {
-  auto now = metrics(1000, 10);
-  now["latency_p50_ms"] = 99;
-  auto base = now;
-  base["latency_p50_ms"] = 1;
+  auto now = figures(1000, 10);
+  now.summary["latency_p50_ms"] = 99;
+  now.values["latency_p50_ms"] = {99, 99, 99};
+  auto base = baseline(1000, 10);
+  base.pooled.summary["latency_p50_ms"] = 1;
+  base.pooled.values["latency_p50_ms"] = {1, 1, 1};
   auto j = judge(now, &base, limits(), {});
   EXPECT_FALSE(check(j, "latency_p50_ms").gated);
   EXPECT_EQ(check(j, "latency_p50_ms").verdict, Verdict::kPass);
   EXPECT_EQ(j.verdict, Verdict::kPass);
 }
 
+TEST(VerdictTest, ServiceCostIsGatedWhenTheProfileSetsLimits) {
+  auto now = figures(1000, 10);
+  now.summary["service_cpu_us_per_request"] = 60;
+  now.values["service_cpu_us_per_request"] = {59, 60, 60, 61, 60, 59, 61, 60};
+  auto base = baseline(1000, 10);
+  base.pooled.summary["service_cpu_us_per_request"] = 40;
+  base.pooled.values["service_cpu_us_per_request"] = {39, 40, 40, 41, 40, 39, 41, 40};
+  auto t = limits();
+  t["service_cpu_us_per_request"].fail_pct = 20;
+  auto j = judge(now, &base, t, {});
+  const auto& c = check(j, "service_cpu_us_per_request");
+  EXPECT_TRUE(c.gated);
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  EXPECT_EQ(j.verdict, Verdict::kFail);
+}
+
 TEST(VerdictTest, SaturationTurnsFailIntoWarnThatSaysWhy) {
-  auto base = metrics(1000, 10);
+  auto base = baseline(1000, 10);
   Saturation s{true, {"generator thread 0 at 97% of a core"}};
-  auto j = judge(metrics(500, 10), &base, limits(), s);
+  auto j = judge(figures(500, 10), &base, limits(), s);
   EXPECT_EQ(j.verdict, Verdict::kWarn);
   const auto& c = check(j, "throughput_rps");
   EXPECT_EQ(c.verdict, Verdict::kWarn);
@@ -100,7 +231,7 @@ TEST(VerdictTest, SaturationTurnsFailIntoWarnThatSaysWhy) {
 
 TEST(VerdictTest, SaturatedPassIsStillInconclusive) {
   Saturation s{true, {"steal 12%"}};
-  EXPECT_EQ(judge(metrics(1000, 10), nullptr, limits(), s).verdict, Verdict::kWarn);
+  EXPECT_EQ(judge(figures(1000, 10), nullptr, limits(), s).verdict, Verdict::kWarn);
 }
 
 TEST(VerdictTest, ExitCodesAndOrdering) {

@@ -16,8 +16,9 @@ namespace perfgate {
 struct BaselineQuery {
   std::string profile_name;
   std::string profile_hash;
-  std::string branch;    // the baseline branch
-  std::string host_key;  // HostFingerprint::key(); empty = any host
+  std::string branch;      // the baseline branch
+  std::string host_key;    // HostFingerprint::key(); empty = any host
+  int64_t before_run = 0;  // only runs older than this id (re-judging a stored run); 0 = all
 };
 
 /// The SQLite history of runs (WAL, one transaction per run, versioned schema).
@@ -41,6 +42,12 @@ class BaselineStore {
   int64_t record(const RunRecord& run);
   /// The most recent run eligible as a baseline for `query`, iterations loaded.
   std::optional<RunRecord> latest_baseline(const BaselineQuery& query);
+  /// Runs eligible as baselines for `query`, newest first, at most `limit`,
+  /// iterations loaded. Stops at the newest accepted run, which starts a new normal.
+  std::vector<RunRecord> eligible_runs(const BaselineQuery& query, int limit);
+  /// Records a person's word on run `id` (accept / reject) and updates whether it
+  /// may be a baseline, in one transaction. Throws Error when there is no such run.
+  void set_review(int64_t id, const Review& review);
   /// One run by id, iterations loaded; nullopt when there is none.
   std::optional<RunRecord> run(int64_t id);
   /// Runs, newest first, without iterations (for history listings). An empty
@@ -48,7 +55,7 @@ class BaselineStore {
   std::vector<RunRecord> runs(const std::string& profile_name = "", int limit = 100);
   int64_t run_count();
 
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   int schema_version();
   const std::filesystem::path& path() const { return path_; }
   /// The open connection, for store maintenance (store_maintenance.cc), which

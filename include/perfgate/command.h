@@ -42,9 +42,11 @@ void register_run_command(CommandSet& commands);
 void register_validate_command(CommandSet& commands);
 void register_bench_command(CommandSet& commands);
 void register_demo_server_command(CommandSet& commands);
-void register_doctor_command(CommandSet& commands);  // doctor_command.cc
-void register_store_command(CommandSet& commands);   // store_command.cc: store check/export/...
-void register_report_command(CommandSet& commands);  // report_command.cc: report, export
+void register_doctor_command(CommandSet& commands);     // doctor_command.cc
+void register_store_command(CommandSet& commands);      // store_command.cc: store check/export/...
+void register_report_command(CommandSet& commands);     // report_command.cc: report, export
+void register_history_command(CommandSet& commands);    // history, compare, accept, reject
+void register_calibrate_command(CommandSet& commands);  // calibrate_command.cc
 
 /// Parses a duration flag; throws Error("-d: must be a duration like \"10s\", got ...").
 Nanos duration_flag(const std::string& flag, const std::string& text);

@@ -1,13 +1,18 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 
+#include "perfgate/baseline_store.h"
 #include "perfgate/ci_context.h"
 #include "perfgate/exit_status.h"
+#include "perfgate/gate_result.h"
 #include "perfgate/profile.h"
+#include "perfgate/run_record.h"
 
 namespace perfgate {
 
@@ -22,6 +27,8 @@ struct RunOptions {
   std::filesystem::path openmetrics_path;              // for GitLab's artifacts:reports:metrics
   CiOverrides ci;
   bool record = true;
+  std::optional<int64_t> baseline_run;  // --baseline-run: judge against this run alone
+  bool any_host = false;                // --any-host: baselines from any load machine
 };
 
 /// The whole gate: load the profile, start the service, run the load, pick the
@@ -30,5 +37,23 @@ struct RunOptions {
 /// (after writing error reports where they were asked for).
 ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,
                     const std::atomic<bool>& stop);
+
+/// One run of the profile's load, the service started and stopped around it,
+/// measured and checked for saturation but not judged: what `calibrate` repeats.
+struct MeasuredRun {
+  RunRecord record;  // ready to store; verdict pass, or warn when saturated
+  RunFigures figures;
+};
+MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostFingerprint& host,
+                        const std::atomic<bool>& stop);
+
+/// `perfgate compare`: judges stored run `run_id` again, against the runs before
+/// it (or `options.baseline_run`), with the limits stored with it. Stores nothing.
+/// Throws Error when there is no such run or its stored profile no longer parses.
+GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& options);
+
+/// Prints the console report on `out` (when not null) and writes every report
+/// file `options` asks for.
+void write_reports(const RunOptions& options, const GateResult& result, std::ostream* out);
 
 }  // namespace perfgate

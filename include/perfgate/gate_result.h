@@ -39,8 +39,11 @@ struct GateResult {
 
   std::optional<int64_t> run_id;  // nullopt with --no-record or on error
   bool recorded = false;
-  std::optional<int64_t> baseline_run_id;
+  std::optional<int64_t> baseline_run_id;  // the newest baseline run
   std::string baseline_commit;
+  std::vector<int64_t> baseline_run_ids;  // every run pooled as the baseline, newest first
+  std::vector<int64_t> drift_run_ids;     // the drift guard's older runs; empty = not checked
+  double confidence = 95;                 // % level of the checks' intervals
 
   Verdict verdict = Verdict::kPass;
   ExitStatus exit_code = ExitStatus::kPass;

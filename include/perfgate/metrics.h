@@ -58,6 +58,22 @@ double median(std::vector<double> values);
 MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
                                const std::vector<std::optional<double>>& service_cpu_s);
 
+/// A metric's figure from its per-iteration values: the median, or the maximum
+/// for kMax metrics; 0 for no values.
+double aggregate(const MetricDef& def, const std::vector<double>& values);
+
+/// One run's figures with the per-iteration values behind them: the verdict
+/// tests a change against the spread of these values, not just the figures.
+struct RunFigures {
+  MetricSet summary;  // per metric, aggregate() of its values
+  std::map<std::string, std::vector<double>, std::less<>> values;  // kept iterations, in order
+};
+
+/// The run's figures: metric_defs() from the iterations, plus the service's cost
+/// (host_metric_defs()) for iterations whose `service_cpu_s` was measured.
+RunFigures run_figures(const std::vector<Iteration>& iterations,
+                       const std::vector<std::optional<double>>& service_cpu_s = {});
+
 /// Limits on one metric. Relative limits are percentages of change in the
 /// regressing direction; absolute ones are in the metric's unit.
 struct Thresholds {

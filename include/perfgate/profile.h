@@ -69,6 +69,13 @@ struct SaturationSpec {
   double cpu_pressure_pct = 20;  // /proc/pressure/cpu "some avg10"
 };
 
+/// How the verdict picks and weighs its baseline (`baseline` in the profile).
+struct BaselineSpec {
+  int window = 5;          // accepted runs pooled as the baseline
+  int drift_window = 20;   // how many accepted runs back the drift guard looks; 0 = off
+  double confidence = 95;  // % level of the intervals; a fail needs p < 1 - confidence
+};
+
 struct Profile {
   std::string name;
   std::string description;
@@ -80,6 +87,7 @@ struct Profile {
   std::vector<TargetSpec> requests;  // the mix; empty = `target` alone
   std::optional<ServiceSpec> service;
   SaturationSpec saturation;
+  BaselineSpec baseline;
   std::vector<std::string> redact;  // more header names whose values are never written
 
   /// SHA-256 (hex) of what changes results: target, load and repeat, before

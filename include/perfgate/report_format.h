@@ -56,6 +56,18 @@ inline std::string format_change(const std::optional<double>& change_pct) {
   return (text.front() == '-' ? "" : "+") + text + "%";
 }
 
+/// A change's confidence interval, "-12.1%..-8.0%"; "-" when it was not tested.
+inline std::string format_interval(const std::optional<ChangeTest>& test) {
+  if (!test) return "-";
+  return format_change(test->ci_low_pct) + ".." + format_change(test->ci_high_pct);
+}
+
+/// A p-value with three decimals, "<0.001" below that; "-" when not tested.
+inline std::string format_p(const std::optional<ChangeTest>& test) {
+  if (!test) return "-";
+  return test->p_value < 0.001 ? "<0.001" : fixed(test->p_value, 3);
+}
+
 /// A limit as the user wrote it, without trailing zeros: 10 -> "10", 0.1 -> "0.1".
 inline std::string compact(double value) {
   std::string text = fixed(value, 3);
@@ -211,7 +223,12 @@ inline std::string headline(const MetricCheck& check) {
   if (check.baseline) {
     text += " vs baseline " + with_unit(format_value(*check.baseline, check.unit), check.unit);
     // A zero baseline has no relative change: the absolute limit says the rest.
-    if (check.change_pct) text += " (" + format_change(check.change_pct) + ")";
+    if (check.change_pct)
+      text += " (" + format_change(check.change_pct) +
+              (check.test ? ", p" + std::string(check.test->p_value < 0.001 ? "" : "=") +
+                                format_p(check.test)
+                          : "") +
+              ")";
   } else {
     text += ", no baseline";
   }
@@ -227,6 +244,8 @@ inline std::string comparison_summary(const GateResult& result) {
           std::to_string(*result.baseline_run_id);
   if (!result.baseline_commit.empty())
     text += " (commit " + one_line(short_id(result.baseline_commit, 7)) + ")";
+  if (result.baseline_run_ids.size() > 1)
+    text += " and " + std::to_string(result.baseline_run_ids.size() - 1) + " runs before it";
   return text;
 }
 

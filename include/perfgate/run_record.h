@@ -12,6 +12,16 @@
 
 namespace perfgate {
 
+/// A person's word on a stored run (`perfgate accept` / `perfgate reject`).
+struct Review {
+  std::string state;   // "" (none), "accepted" or "rejected"
+  std::string reason;  // why, as given with --reason
+  std::string by;      // who: GITLAB_USER_LOGIN / GITHUB_ACTOR / USER
+  std::string at;      // ISO 8601 UTC
+
+  friend bool operator==(const Review&, const Review&) = default;
+};
+
 /// A run as the store keeps it.
 struct RunRecord {
   int64_t id = 0;          // assigned by the store
@@ -26,7 +36,9 @@ struct RunRecord {
   int connections = 0;
   Verdict verdict = Verdict::kPass;
   Saturation saturation;
-  std::string status = "complete";    // "complete" or "aborted"
+  std::string status = "complete";  // "complete" or "aborted"
+  std::string kind = "gate";        // "gate" or "calibration" (never a baseline)
+  Review review;
   std::vector<Iteration> iterations;  // discarded ones included, histograms too
   /// The service's CPU seconds per iteration (service_cpu_s[i] for
   /// iterations[i]) when it was measured; empty otherwise.
@@ -34,8 +46,9 @@ struct RunRecord {
   /// The host sampler's series as one JSON document; empty when none.
   std::string host_samples_json;
 
-  /// May later runs be judged against this one? Complete, not saturated, not
-  /// failed: a failing run on the baseline branch must not become the new normal.
+  /// May later runs be judged against this one? A complete gate run, not
+  /// saturated, not rejected, and not failed unless accepted: a failing run on the
+  /// baseline branch must not become the new normal unless someone says it is.
   bool eligible_as_baseline() const;
 };
 

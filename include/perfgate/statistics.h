@@ -32,6 +32,11 @@ double normal_cdf(double z);
 /// Its inverse, for p in (0, 1); accurate to about 1e-15.
 double normal_quantile(double p);
 
+/// Student's t distribution function with `df` > 0 degrees of freedom.
+double student_t_cdf(double t, double df);
+/// Its inverse, for p in (0, 1).
+double student_t_quantile(double p, double df);
+
 /// A rank test's outcome.
 struct TestResult {
   double statistic = 0;  // Mann-Whitney U of the first sample, or Wilcoxon's V
@@ -90,6 +95,16 @@ struct ChangeEstimate {
 /// confidence outside (0, 1) or a zero baseline median.
 ChangeEstimate estimate_change(std::span<const double> now, std::span<const double> baseline,
                                double confidence);
+
+/// Change of one run's figure `now` against the figures of k >= 2 earlier runs: the
+/// t prediction interval of a new run, t = (now - mean) / (s * sqrt(1 + 1/k)) with
+/// k - 1 degrees of freedom, on the logarithms when every figure is positive
+/// (change_pct = (exp(d) - 1) * 100), else relative to the mean. It catches what a test on
+/// iterations cannot: every iteration of a run shares that run's luck (the runner,
+/// the neighbours, the page cache). Throws std::invalid_argument on fewer than two
+/// runs, NaNs, a confidence outside (0, 1) or a zero mean.
+ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
+                                   double confidence);
 
 /// Change in paired mode: now[i] and baseline[i] ran side by side. Works on the
 /// log-ratios log(now[i] / baseline[i]), so the estimate is a geometric ratio:

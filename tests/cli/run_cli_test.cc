@@ -16,7 +16,8 @@ using testing::CommandResult;
 using testing::DemoServerProcess;
 using testing::TempDir;
 
-// A short profile: 3 windows of 300 ms, the first discarded. The target port
+// A short profile: 5 windows of 300 ms, the first discarded: four kept
+// iterations is the least a rank test can call significant against four more. The target port
 // comes from the environment, so a server on another port is the same test.
 // The servers take a fixed 10 ms per response (kSteady), so figures depend on
 // that service time and not on how busy this shared machine is.
@@ -25,7 +26,7 @@ std::string profile_text(const std::string& extra_thresholds = "") {
   "name": "cli-test",
   "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
   "load": { "threads": 1, "connections": 8, "duration": "300ms", "warmup": "100ms" },
-  "repeat": { "count": 3, "discard": 1 },
+  "repeat": { "count": 5, "discard": 1 },
   // The test's own demo server is not started by perfgate, so its CPU would
   // count as foreign: these tests are about the gate, saturation has its own.
   "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
@@ -276,7 +277,10 @@ TEST_F(RunCliTest, ExampleProfileRunsEndToEnd) {
   auto r = testing::run_command({testing::perfgate_binary(), "run", example.string(), "--store",
                                  store_.string(), "--junit", junit.string()},
                                 {{"PERFGATE_DEMO_PORT", port}});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // The example keeps its saturation rules: on a machine busy with other work the
+  // honest answer is an inconclusive warn that says so, never a fail.
+  bool busy = r.exit_code == 2 && r.out.find("saturated: ") != std::string::npos;
+  EXPECT_TRUE(r.exit_code == 0 || busy) << r.out << r.err;
   EXPECT_TRUE(std::filesystem::exists(junit));
 }
 

@@ -44,6 +44,15 @@ class GateResultBuilder {
     return *this;
   }
 
+  /// The noise test of a metric's change: interval and p-value, over 5 kept
+  /// iterations against 25 pooled from 5 baseline runs.
+  GateResultBuilder& tested(std::string_view key, double low_pct, double high_pct, double p_value) {
+    check(key).test = ChangeTest{
+        low_pct, high_pct, p_value, p_value < 0.05,
+        5,       25,       5,       "mann-whitney+hodges-lehmann (exact), run-level t (5 runs)"};
+    return *this;
+  }
+
   /// Sets a metric's verdict and the judge's message about it.
   GateResultBuilder& judged(std::string_view key, Verdict verdict, std::string message) {
     check(key).verdict = verdict;
@@ -62,10 +71,12 @@ class GateResultBuilder {
   GateResultBuilder& without_baseline() {
     result_.baseline_run_id = std::nullopt;
     result_.baseline_commit.clear();
+    result_.baseline_run_ids.clear();
     result_.run_id = 1;
     for (MetricCheck& c : result_.checks) {
       c.baseline = std::nullopt;
       c.change_pct = std::nullopt;
+      c.test = std::nullopt;
     }
     return *this;
   }
@@ -89,6 +100,7 @@ class GateResultBuilder {
     result_.recorded = false;
     result_.baseline_run_id = std::nullopt;
     result_.baseline_commit.clear();
+    result_.baseline_run_ids.clear();
     result_.iterations_kept = 0;
     result_.iterations_total = 0;
     result_.kept_seconds = 0;
@@ -132,6 +144,7 @@ class GateResultBuilder {
     result_.recorded = true;
     result_.baseline_run_id = 1;
     result_.baseline_commit = "abc1234def5678901234567890abcdef12345678";
+    result_.baseline_run_ids = {1};
     result_.ci = {"github",
                   "0123456789abcdef0123456789abcdef01234567",
                   "feature/faster-hello",
@@ -197,10 +210,13 @@ class GateResultBuilder {
     metric("latency_p90_ms", 1.404, 1.388).metric("latency_p99_ms", 2.044, 1.912);
     metric("latency_p999_ms", 3.871, 3.65).metric("latency_max_ms", 9.125, 8.412);
     metric("error_rate_pct", 0, 0);
+    tested("throughput_rps", -2.1, 0.6, 0.31).tested("latency_p99_ms", 1.2, 12.5, 0.018);
     judged("throughput_rps", Verdict::kPass,
-           "throughput_rps 20876.9 req/s vs baseline 21034.2 req/s (-0.7%), within limits");
+           "throughput_rps 20876.9 req/s vs baseline 21034.2 req/s (-0.7%, 95% CI "
+           "-2.1%..+0.6%, p=0.310), within limits");
     judged("latency_p99_ms", Verdict::kPass,
-           "latency_p99_ms 2.044 ms vs baseline 1.912 ms (+6.9%), within limits");
+           "latency_p99_ms 2.044 ms vs baseline 1.912 ms (+6.9%, 95% CI +1.2%..+12.5%, "
+           "p=0.018), within limits");
     judged("error_rate_pct", Verdict::kPass,
            "error_rate_pct 0.000% vs baseline 0.000%, within limits");
   }
@@ -217,8 +233,10 @@ inline GateResult pass_result() {
 inline GateResult warn_result() {
   return GateResultBuilder()
       .metric("latency_p99_ms", 2.501, 1.912)
+      .tested("latency_p99_ms", 22.4, 39.0, 0.0004)
       .judged("latency_p99_ms", Verdict::kWarn,
-              "latency_p99_ms 2.501 ms vs baseline 1.912 ms (+30.8%), warn limit +25.0%")
+              "latency_p99_ms 2.501 ms vs baseline 1.912 ms (+30.8%, 95% CI +22.4%..+39.0%, "
+              "p<0.001), warn limit +25%")
       .verdict(Verdict::kWarn)
       .build();
 }
@@ -228,11 +246,15 @@ inline GateResult warn_result() {
 inline GateResult fail_result() {
   return GateResultBuilder()
       .metric("throughput_rps", 14211.0, 21034.2)
+      .tested("throughput_rps", -36.0, -28.5, 0.0002)
       .judged("throughput_rps", Verdict::kFail,
-              "throughput_rps 14211.0 req/s vs baseline 21034.2 req/s (-32.4%), fail limit -25.0%")
+              "throughput_rps 14211.0 req/s vs baseline 21034.2 req/s (-32.4%, 95% CI "
+              "-36.0%..-28.5%, p<0.001), fail limit -25%")
       .metric("latency_p99_ms", 2.501, 1.912)
+      .tested("latency_p99_ms", 22.4, 39.0, 0.0004)
       .judged("latency_p99_ms", Verdict::kWarn,
-              "latency_p99_ms 2.501 ms vs baseline 1.912 ms (+30.8%), warn limit +25.0%")
+              "latency_p99_ms 2.501 ms vs baseline 1.912 ms (+30.8%, 95% CI +22.4%..+39.0%, "
+              "p<0.001), warn limit +25%")
       .metric("error_rate_pct", 0.25, 0)
       .judged("error_rate_pct", Verdict::kFail, "error_rate_pct 0.250% is above the max 0.100%")
       .verdict(Verdict::kFail)

@@ -1,0 +1,144 @@
+#include "perfgate/baseline.h"
+
+#include <gtest/gtest.h>
+
+#include "support/run_record_builder.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+using testing::synthetic_run;
+using testing::TempDir;
+
+BaselineQuery query_for(const RunRecord& run, const std::string& branch = "main") {
+  return {run.profile_name, run.profile_hash, branch, run.host.key()};
+}
+
+struct StoreFixture : ::testing::Test {
+  TempDir dir;
+  BaselineStore store = BaselineStore::open(dir / "perfgate.db");
+
+  // Records `count` passing runs of 1000 req/s on `branch`; returns their ids.
+  std::vector<int64_t> record(int count, const std::string& branch = "main", uint64_t rps = 1000) {
+    std::vector<int64_t> ids;
+    for (int i = 0; i < count; ++i)
+      ids.push_back(store.record(synthetic_run(i + 1, rps, 2.0, branch)));
+    return ids;
+  }
+};
+
+TEST_F(StoreFixture, PoolsTheLastWindowOfRunsNewestFirst) {
+  auto ids = record(7);
+  auto s = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {3, 0, {}});
+  ASSERT_TRUE(s.baseline);
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>{ids[6], ids[5], ids[4]}));
+  // Three runs of three kept iterations each: nine pooled values, one figure per run.
+  EXPECT_EQ(s.baseline->sample.pooled.values.at("throughput_rps").size(), 9u);
+  EXPECT_EQ(s.baseline->sample.run_figures.at("throughput_rps").size(), 3u);
+  EXPECT_DOUBLE_EQ(s.baseline->sample.pooled.summary.at("throughput_rps"), 1000);
+  EXPECT_FALSE(s.drift_reference);
+  EXPECT_TRUE(s.notes.empty());
+}
+
+TEST_F(StoreFixture, OnlyTheBaselineBranchCounts) {
+  record(2, "main");
+  record(2, "feature");
+  auto probe = synthetic_run(1, 1000, 2);
+  EXPECT_EQ(select_baseline(store, query_for(probe, "main"), {}).baseline->run_ids.size(), 2u);
+  EXPECT_FALSE(select_baseline(store, query_for(probe, "release"), {}).baseline);
+}
+
+TEST_F(StoreFixture, SkipsSaturatedAbortedFailedRejectedAndCalibrationRuns) {
+  auto good = store.record(synthetic_run(1, 1000, 2));
+  auto saturated = synthetic_run(2, 1000, 2);
+  saturated.saturation = {true, {"steal 12%"}};
+  auto aborted = synthetic_run(3, 1000, 2);
+  aborted.status = "aborted";
+  auto failed = synthetic_run(4, 500, 2);
+  failed.verdict = Verdict::kFail;
+  auto calibration = synthetic_run(5, 1000, 2);
+  calibration.kind = "calibration";
+  for (const auto& run : {saturated, aborted, failed, calibration}) store.record(run);
+  auto rejected = store.record(synthetic_run(6, 1000, 2));
+  store.set_review(rejected, {"rejected", "flaky runner", "ci", "2026-11-30T00:00:00Z"});
+  auto s = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {});
+  ASSERT_TRUE(s.baseline);
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>{good}));
+}
+
+TEST_F(StoreFixture, AnAcceptedRunStartsANewNormal) {
+  record(3);
+  auto failed = synthetic_run(4, 700, 2);
+  failed.verdict = Verdict::kFail;
+  auto accepted = store.record(failed);
+  auto later = store.record(synthetic_run(5, 700, 2));
+  store.set_review(accepted,
+                   {"accepted", "new TLS stack costs 30%", "alice", "2026-11-30T00:00:00Z"});
+  auto s = select_baseline(store, query_for(failed), {5, 0, {}});
+  ASSERT_TRUE(s.baseline);
+  // The runs before the accepted one are history, not baseline.
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>{later, accepted}));
+  EXPECT_DOUBLE_EQ(s.baseline->sample.pooled.summary.at("throughput_rps"), 700);
+  auto stored = store.run(accepted);
+  EXPECT_EQ(stored->review.by, "alice");
+  EXPECT_TRUE(stored->eligible_as_baseline());
+}
+
+TEST_F(StoreFixture, OtherHostsAreNotBaselinesButTheNoteSaysTheyExist) {
+  record(2);
+  auto probe = synthetic_run(1, 1000, 2);
+  auto other_host = query_for(probe);
+  other_host.host_key = "ffffffffffff";
+  auto s = select_baseline(store, other_host, {});
+  EXPECT_FALSE(s.baseline);
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_NE(s.notes[0].find("--any-host"), std::string::npos);
+  other_host.host_key.clear();  // --any-host
+  EXPECT_TRUE(select_baseline(store, other_host, {}).baseline);
+}
+
+TEST_F(StoreFixture, DriftReferenceIsAnOlderWindowThatDoesNotOverlap) {
+  auto ids = record(12);
+  auto q = query_for(synthetic_run(1, 1000, 2));
+  auto s = select_baseline(store, q, {3, 8, {}});
+  ASSERT_TRUE(s.drift_reference);
+  // Newest first: ids[11] is 0 back, ids[3] is 8 back.
+  EXPECT_EQ(s.drift_reference->run_ids, (std::vector<int64_t>{ids[3], ids[2], ids[1]}));
+  // With only five runs there are not two windows of three: no drift check yet.
+  TempDir other;
+  auto small = BaselineStore::open(other / "perfgate.db");
+  for (int i = 0; i < 5; ++i) small.record(synthetic_run(i + 1, 1000, 2));
+  EXPECT_FALSE(select_baseline(small, q, {3, 8, {}}).drift_reference);
+}
+
+TEST_F(StoreFixture, PinnedRunIsUsedAloneAndChecked) {
+  auto ids = record(3);
+  auto q = query_for(synthetic_run(1, 1000, 2));
+  auto s = select_baseline(store, q, {5, 20, ids[0]});
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>{ids[0]}));
+  EXPECT_FALSE(s.drift_reference);
+  EXPECT_NE(s.notes.at(0).find("pinned"), std::string::npos);
+  EXPECT_THROW(select_baseline(store, q, {5, 20, 999}), Error);
+  auto other_profile = q;
+  other_profile.profile_hash = "0000";
+  try {
+    select_baseline(store, other_profile, {5, 20, ids[0]});
+    ADD_FAILURE() << "accepted a run of another profile hash";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("other load settings"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StoreFixture, MaxLatencyBaselineIsTheTypicalRunsMaximum) {
+  store.record(synthetic_run(1, 1000, 2.0));
+  store.record(synthetic_run(2, 1000, 2.0));
+  store.record(synthetic_run(3, 1000, 20.0));  // one run with a ten times slower tail
+  auto s = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {});
+  auto figures = s.baseline->sample.run_figures.at("latency_max_ms");
+  ASSERT_EQ(figures.size(), 3u);
+  EXPECT_LT(s.baseline->sample.pooled.summary.at("latency_max_ms"), 5.0);
+}
+
+}  // namespace
+}  // namespace perfgate

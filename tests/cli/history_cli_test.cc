@@ -1,0 +1,191 @@
+// `perfgate history`, `compare`, `accept`, `reject` and `calibrate` on real stores
+// filled by real runs against local servers.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "perfgate/baseline_store.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+using testing::CommandResult;
+using testing::DemoServerProcess;
+using testing::TempDir;
+
+// Four kept iterations of 300 ms against servers with a fixed service time, so
+// that a server six times slower is a significant regression on any machine.
+constexpr const char* kProfile = R"({
+  "name": "history-test",
+  "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
+  "load": { "threads": 1, "connections": 8, "duration": "300ms", "warmup": "100ms" },
+  "repeat": { "count": 5, "discard": 1 },
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "0%" },
+  "thresholds": {
+    "throughput": { "warn": "30%", "fail": "50%" },
+    "latency_p99": { "warn": "50%", "fail": "100%" }
+  }
+})";
+
+const std::vector<std::string> kSteady = {"--delay", "10ms", "--delay-every", "1"};
+const std::vector<std::string> kSlow = {"--delay", "60ms", "--delay-every", "1"};
+
+class HistoryCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::write_file(profile_, kProfile); }
+
+  CommandResult perfgate(std::vector<std::string> args, uint16_t port = 1) {
+    args.insert(args.begin(), testing::perfgate_binary());
+    args.insert(args.end(), {"--store", store_.string()});
+    return testing::run_command(args, {{"TARGET_PORT", std::to_string(port)},
+                                       {"USER", "tester"},
+                                       {"GITLAB_USER_LOGIN", ""},
+                                       {"GITHUB_ACTOR", ""}});
+  }
+
+  CommandResult run(uint16_t port, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"run", profile_.string(), "--branch", "main"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return perfgate(args, port);
+  }
+
+  nlohmann::json history_json() {
+    auto r = perfgate({"history", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
+
+  TempDir dir_;
+  std::filesystem::path profile_ = dir_ / "profile.json";
+  std::filesystem::path store_ = dir_ / "perfgate.db";
+};
+
+TEST_F(HistoryCliTest, HistoryListsRunsNewestFirstAsTableAndJson) {
+  {
+    DemoServerProcess steady(kSteady);
+    ASSERT_EQ(run(steady.port()).exit_code, 0);
+    ASSERT_EQ(run(steady.port(), {"--commit", "c0ffee1234"}).exit_code, 0);
+  }
+  auto runs = history_json();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["run_id"], 2);
+  EXPECT_EQ(runs[1]["run_id"], 1);
+  EXPECT_EQ(runs[0]["commit"], "c0ffee1234");
+  EXPECT_EQ(runs[0]["verdict"], "pass");
+  EXPECT_TRUE(runs[0]["baseline_eligible"].get<bool>());
+  EXPECT_GT(runs[0]["metrics"]["throughput_rps"].get<double>(), 0);
+  EXPECT_GT(runs[0]["metrics"]["latency_p99_ms"].get<double>(), 9.0);  // 10 ms service time
+  auto table = perfgate({"history", "--limit", "1"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("c0ffee1"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("\n1 "), std::string::npos) << "--limit 1 listed run 1:\n" << table.out;
+}
+
+// The whole life of an intended regression: it fails, someone accepts it with a
+// reason, and the next run at the new speed passes against it.
+TEST_F(HistoryCliTest, AcceptedRegressionBecomesTheBaseline) {
+  {
+    DemoServerProcess steady(kSteady);
+    ASSERT_EQ(run(steady.port()).exit_code, 0);
+  }
+  DemoServerProcess slow(kSlow);
+  auto failed = run(slow.port());
+  ASSERT_EQ(failed.exit_code, 1) << failed.out << failed.err;
+  EXPECT_EQ(perfgate({"accept", "2"}).exit_code, 3);  // a reason is required
+  auto accepted = perfgate({"accept", "2", "--reason", "TLS everywhere costs 5x"});
+  ASSERT_EQ(accepted.exit_code, 0) << accepted.err;
+  EXPECT_NE(accepted.out.find("accepted"), std::string::npos);
+  auto runs = history_json();
+  EXPECT_EQ(runs[0]["review"]["state"], "accepted");
+  EXPECT_EQ(runs[0]["review"]["by"], "tester");
+  EXPECT_EQ(runs[0]["review"]["reason"], "TLS everywhere costs 5x");
+  auto json_path = dir_ / "result.json";
+  auto next = run(slow.port(), {"--json", json_path.string()});
+  EXPECT_EQ(next.exit_code, 0) << next.out << next.err;
+  auto result = nlohmann::json::parse(testing::read_file(json_path));
+  EXPECT_EQ(result["baseline"]["run_ids"], nlohmann::json::array({2}));
+}
+
+TEST_F(HistoryCliTest, RejectedRunIsNeverABaseline) {
+  DemoServerProcess steady(kSteady);
+  ASSERT_EQ(run(steady.port()).exit_code, 0);
+  ASSERT_EQ(perfgate({"reject", "1", "--reason", "runner was shared"}).exit_code, 0);
+  auto r = run(steady.port());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("no baseline"), std::string::npos) << r.out;
+  EXPECT_EQ(history_json()[1]["review"]["state"], "rejected");
+}
+
+TEST_F(HistoryCliTest, CompareJudgesAStoredRunAgainWithoutStoring) {
+  {
+    DemoServerProcess steady(kSteady);
+    ASSERT_EQ(run(steady.port()).exit_code, 0);
+    ASSERT_EQ(run(steady.port()).exit_code, 0);
+  }
+  {
+    DemoServerProcess slow(kSlow);
+    ASSERT_EQ(run(slow.port()).exit_code, 1);
+  }
+  auto before = testing::read_file(store_);
+  auto again = perfgate({"compare", "3"});
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  EXPECT_NE(again.out.find("judged again"), std::string::npos) << again.out;
+  // Against run 1 alone, run 2 (same server) passes.
+  auto pinned = perfgate({"compare", "2", "--baseline-run", "1"});
+  EXPECT_EQ(pinned.exit_code, 0) << pinned.out << pinned.err;
+  EXPECT_NE(pinned.out.find("compared with run 1"), std::string::npos) << pinned.out;
+  // The first run had nothing before it.
+  auto first = perfgate({"compare", "1"});
+  EXPECT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_NE(first.out.find("no baseline"), std::string::npos) << first.out;
+  EXPECT_EQ(testing::read_file(store_), before);
+  auto missing = perfgate({"compare", "99"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("no run 99"), std::string::npos) << missing.err;
+}
+
+TEST_F(HistoryCliTest, BaselineRunFlagPinsAndChecksTheRun) {
+  DemoServerProcess steady(kSteady);
+  ASSERT_EQ(run(steady.port()).exit_code, 0);
+  auto missing = run(steady.port(), {"--baseline-run", "42"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("--baseline-run 42"), std::string::npos) << missing.err;
+  auto pinned = run(steady.port(), {"--baseline-run", "1"});
+  EXPECT_EQ(pinned.exit_code, 0) << pinned.out << pinned.err;
+  EXPECT_NE(pinned.out.find("pinned to run 1"), std::string::npos) << pinned.out;
+}
+
+TEST_F(HistoryCliTest, CalibrateStoresRunsThatAreNeverBaselinesAndSuggestsLimits) {
+  DemoServerProcess steady(kSteady);
+  auto json_path = dir_ / "calibration.json";
+  auto c = perfgate({"calibrate", profile_.string(), "--runs", "3", "--json", json_path.string()},
+                    steady.port());
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("throughput_rps"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("suggested repeat.count"), std::string::npos) << c.out;
+  auto j = nlohmann::json::parse(testing::read_file(json_path));
+  EXPECT_EQ(j["runs"], 3);
+  EXPECT_EQ(j["run_ids"].size(), 3u);
+  auto throughput = j["metrics"]["throughput_rps"];
+  EXPECT_GE(throughput["detectable_pct"].get<double>(), 0);
+  EXPECT_GT(throughput["suggested_fail_pct"].get<double>(),
+            throughput["suggested_warn_pct"].get<double>());
+  for (const auto& run : history_json()) {
+    EXPECT_EQ(run["kind"], "calibration");
+    EXPECT_FALSE(run["baseline_eligible"].get<bool>());
+  }
+  auto r = run(steady.port());
+  EXPECT_NE(r.out.find("no baseline"), std::string::npos) << r.out;
+}
+
+TEST_F(HistoryCliTest, HistoryOfAMissingStoreIsAnError) {
+  auto r = perfgate({"history"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("no such store"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(store_));
+}
+
+}  // namespace
+}  // namespace perfgate
