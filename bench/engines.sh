@@ -84,14 +84,15 @@ CONF
   [ -n "$nginx_pid" ] || die "nginx did not start; see $work/logs/error.log"
 }
 
-# Requests answered, from each tool's own summary.
+# Requests answered, from each tool's own summary. Plain POSIX awk: Debian's
+# default awk is mawk, which has no "\s".
 count_requests() {
   local tool="$1" out="$2"
   case "$tool" in
     wrk | perfgate-*) awk '/requests in/ {print $1; exit}' "$out" ;;
     ab) awk '/^Complete requests:/ {c=$3} /^Failed requests:/ {f=$3} END {print c-f}' "$out" ;;
     h2load) awk '/^requests:/ {print $8; exit}' "$out" ;;
-    hey) awk '/^\s*\[2[0-9][0-9]\]/ {s+=$2} END {print s+0}' "$out" ;;
+    hey) awk '/^[ \t]*\[2[0-9][0-9]\]/ {s+=$2} END {print s+0}' "$out" ;;
   esac
 }
 

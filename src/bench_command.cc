@@ -60,7 +60,7 @@ LoadPlan bench_plan(const BenchArgs& args) {
 
 int run_bench(const BenchArgs& args, const CommandContext& ctx) {
   auto plan = bench_plan(args);
-  auto engine = make_load_engine(args.engine, plan.target);
+  auto engine = make_load_engine(args.engine, plan);
   probe_target(plan.target, plan.timeout);
   auto result = engine->run(plan, ctx.stop, {});
   std::cout << bench_report(plan, result, args.latency) << std::flush;

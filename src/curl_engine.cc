@@ -429,7 +429,8 @@ void curl_probe(const TargetSpec& target, Nanos timeout) {
   uint64_t bytes = 0;
   EasyPtr easy = make_easy(target, headers.get(), timeout, timeout, &bytes);
   CURLcode code = curl_easy_perform(easy.get());
-  if (code != CURLE_OK) throw Error("cannot reach " + target.url + ": " + curl_easy_strerror(code));
+  if (code != CURLE_OK)
+    throw Error("cannot reach " + redacted_url(target.url) + ": " + curl_easy_strerror(code));
 }
 
 }  // namespace perfgate

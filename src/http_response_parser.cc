@@ -25,10 +25,14 @@ int on_message_begin(http_parser* p) {
   return 0;
 }
 
-// Returning 1 tells http_parser that no body follows, which only the request
-// method can say for a HEAD response with a Content-Length.
+// Returning 1 tells http_parser that no body follows. RFC 9112 6.3: a response
+// to HEAD, a 1xx, a 204 and a 304 end at their headers whatever Content-Length
+// says; http_parser 2.9 would otherwise wait for a 304's announced bytes and
+// swallow the start of the next response as its body.
 int on_headers_complete(http_parser* p) {
-  return state_of(p).head ? 1 : 0;
+  unsigned status = p->status_code;
+  bool bodiless = status / 100 == 1 || status == 204 || status == 304;
+  return state_of(p).head || bodiless ? 1 : 0;
 }
 
 int on_message_complete(http_parser* p) {

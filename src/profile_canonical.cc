@@ -74,8 +74,11 @@ std::string profile_hash(const Profile& profile, const Doc& raw) {
   return sha256_hex(dump(shape));
 }
 
-/// "http://user:secret@host/" -> "http://user:<redacted>@host/".
-static std::string redacted_url(const std::string& url) {
+}  // namespace perfgate::profile_detail
+
+namespace perfgate {
+
+std::string redacted_url(const std::string& url) {
   size_t start = url.find("://");
   if (start == std::string::npos) return url;
   start += 3;
@@ -86,6 +89,10 @@ static std::string redacted_url(const std::string& url) {
   if (colon == std::string::npos || colon > at) return url;
   return url.substr(0, colon + 1) + "<redacted>" + url.substr(at);
 }
+
+}  // namespace perfgate
+
+namespace perfgate::profile_detail {
 
 static json redacted_pairs(const std::vector<std::pair<std::string, std::string>>& pairs,
                            const std::function<bool(std::string_view)>& secret) {

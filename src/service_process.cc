@@ -107,8 +107,9 @@ void ServiceProcess::wait_ready() {
     if (answers(spec_.ready_url)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  throw Error("service " + in_quotes(spec_.command[0]) + " not ready: " + spec_.ready_url +
-              " did not answer within " + format_duration(spec_.ready_timeout));
+  throw Error("service " + in_quotes(spec_.command[0]) +
+              " not ready: " + redacted_url(spec_.ready_url) + " did not answer within " +
+              format_duration(spec_.ready_timeout));
 }
 
 void ServiceProcess::stop(Nanos grace) {

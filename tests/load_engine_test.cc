@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "perfgate/demo_server.h"
 #include "perfgate/error.h"
@@ -84,11 +85,39 @@ TEST(LoadEngine, AutoPicksNativeForPlainHttp11AndCurlOtherwise) {
   auto target = target_at("http://127.0.0.1:8080/");
   EXPECT_EQ(make_load_engine("curl", target)->name(), "curl");
   EXPECT_EQ(make_load_engine("native", target)->name(), "native");
-  EXPECT_EQ(make_load_engine("auto", target)->name(), "curl");  // native is opt-in for now
-  EXPECT_EQ(make_load_engine("native", target)->name(), "native");
+  EXPECT_EQ(make_load_engine("auto", target)->name(), "native");
+  EXPECT_EQ(make_load_engine("auto", target_at("HTTP://Example.test:81/x"))->name(), "native");
   EXPECT_EQ(make_load_engine("auto", target_at("HTTPS://example.test/"))->name(), "curl");
   target.http_version = "2";
   EXPECT_EQ(make_load_engine("auto", target)->name(), "curl");
+}
+
+LoadPlan mix_of(const std::vector<std::string>& urls) {
+  LoadPlan plan;
+  plan.target = target_at(urls.front());
+  for (const auto& url : urls) plan.mix.push_back(target_at(url));
+  return plan;
+}
+
+TEST(LoadEngine, AutoLooksAtEveryRequestOfTheMix) {
+  auto one_host = mix_of({"http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b?q=1"});
+  EXPECT_EQ(make_load_engine("auto", one_host)->name(), "native");
+  auto with_tls = mix_of({"http://127.0.0.1:8080/", "https://127.0.0.1:8443/"});
+  EXPECT_EQ(make_load_engine("auto", with_tls)->name(), "curl");
+  auto two_ports = mix_of({"http://127.0.0.1:8080/", "http://127.0.0.1:8081/"});
+  EXPECT_EQ(make_load_engine("auto", two_ports)->name(), "curl");
+  auto two_hosts = mix_of({"http://a.test/", "http://B.test/"});
+  EXPECT_EQ(make_load_engine("auto", two_hosts)->name(), "curl");
+  EXPECT_EQ(make_load_engine("curl", two_hosts)->name(), "curl");
+  EXPECT_NE(error_of([&] { make_load_engine("native", two_hosts); }).find("one host per run"),
+            std::string::npos);
+  auto h2 = one_host;
+  h2.mix.back().http_version = "2";
+  EXPECT_EQ(make_load_engine("auto", h2)->name(), "curl");
+  EXPECT_NE(error_of([&] {
+              make_load_engine("auto", mix_of({"http://h/", "ftp://h/"}));
+            }).find("ftp://h/"),
+            std::string::npos);
 }
 
 TEST(LoadEngine, OtherKindsAreErrors) {

@@ -45,7 +45,12 @@ class LoadEngine {
                          const IterationCallback& on_iteration) = 0;
 };
 
-/// "auto", "curl" or "native"; throws Error for a kind that cannot serve the URL.
+/// "auto", "curl" or "native" for every request of the plan (its mix, or its
+/// target). "auto" picks the native engine when it can serve them all (see
+/// native_engine_refusal()), curl otherwise. Throws Error for an unknown kind,
+/// a URL that is neither http:// nor https://, or "native" where it cannot serve.
+std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const LoadPlan& plan);
+/// The same for a plan of `target` alone.
 std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const TargetSpec& target);
 
 /// Sends one request and throws Error("cannot reach URL: Connection refused")
@@ -72,6 +77,11 @@ std::string serialize_request(const TargetSpec& target, const HttpUrl& url);
 
 /// True when the native engine can serve `target`: plain http:// and HTTP/1.1.
 bool native_engine_serves(const TargetSpec& target);
+
+/// Why the native engine cannot run these requests, "" when it can: each must
+/// be plain http:// HTTP/1.1, and all on one host and port (it resolves one
+/// address per run, as wrk). Proxies never apply: neither engine uses one.
+std::string native_engine_refusal(const std::vector<TargetSpec>& requests);
 
 /// The request shapes of a plan: its mix, or its target alone.
 std::vector<TargetSpec> requests_of(const LoadPlan& plan);

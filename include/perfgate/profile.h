@@ -133,6 +133,10 @@ Profile parse_profile(std::string_view text, const std::string& source_name, con
 /// The defaults documented in the README, used when a profile has no `thresholds`.
 ThresholdSet default_thresholds();
 
+/// The URL as it may be printed or stored: a password in it replaced,
+/// "http://user:secret@host/" -> "http://user:<redacted>@host/".
+std::string redacted_url(const std::string& url);
+
 /// Header names whose values are never stored or printed.
 bool is_secret_header(std::string_view name);
 
