@@ -10,8 +10,10 @@ packages=(
   libhttp-parser-dev libgtest-dev googletest
 )
 if [ "${1:-}" = "--test" ]; then
-  # JUnit XSD, JSON Schema and YAML checks; the HTML report rendered in Chromium.
-  packages+=(libxml2-utils python3 python3-jsonschema python3-yaml chromium)
+  # JUnit XSD, JSON Schema and YAML checks; the HTML report rendered in Chromium;
+  # clang with its runtime libraries (libFuzzer, sanitizers) for tests/fuzz.
+  packages+=(libxml2-utils python3 python3-jsonschema python3-yaml chromium
+    clang libclang-rt-dev)
 fi
 
 missing=()
