@@ -67,6 +67,7 @@ struct Measurement {
   std::vector<HostSample> samples;
   std::vector<WindowSummary> windows;  // index = iteration index, discarded ones included
   SteadyClock::time_point origin;
+  bool aborted = false;  // SIGINT/SIGTERM stopped the load early
 };
 
 // The service's root PID: the one perfgate started, else the profile's pid_file
@@ -89,9 +90,9 @@ std::optional<pid_t> service_pid(const Profile& profile, const ServiceProcess* s
 
 Measurement run_load(const Profile& profile, const std::atomic<bool>& stop,
                      std::optional<pid_t> service) {
-  auto engine = make_load_engine(profile.load.engine, profile.target);
-  probe_target(profile.target, profile.load.timeout);
   auto plan = plan_from_profile(profile);
+  auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
+  probe_target(profile.target, profile.load.timeout);
   spdlog::info("load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
                plan.threads, plan.connections, format_duration(plan.warmup), plan.iterations,
                format_duration(plan.duration));
@@ -108,7 +109,7 @@ Measurement run_load(const Profile& profile, const std::atomic<bool>& stop,
     log_iteration(it, plan.iterations);
   });
   sampler.stop();
-  if (stop) throw Error("run interrupted");
+  m.aborted = stop;
   m.samples = sampler.samples();
   for (size_t i = 0; i < windows.size(); ++i)
     m.windows.push_back(summarize_window(m.samples, windows[i], static_cast<int>(i)));
@@ -174,8 +175,9 @@ std::vector<std::string> preflight(const Profile& profile) {
 void require_responses(const LoadResult& load, const std::string& url) {
   for (const auto* it : load.kept()) {
     if (it->stats.responses > 0) continue;
-    throw Error("no response from " + url + " in iteration " + std::to_string(it->index + 1) +
-                " (" + std::to_string(it->stats.errors.total()) + " socket errors)");
+    throw Error("no response from " + redacted_url(url) + " in iteration " +
+                std::to_string(it->index + 1) + " (" + std::to_string(it->stats.errors.total()) +
+                " socket errors)");
   }
 }
 
@@ -207,7 +209,7 @@ GateResult assemble(const Profile& profile, const LoadResult& load, const Judgem
   r.profile_name = profile.name;
   r.profile_hash = profile.hash;
   r.profile_source = profile.source.string();
-  r.target_url = profile.target.url;
+  r.target_url = redacted_url(profile.target.url);
   r.verdict = judgement.verdict;
   r.exit_code = exit_status_of(judgement.verdict);
   r.checks = judgement.checks;
@@ -262,6 +264,28 @@ void record_run(const RunOptions& options, std::optional<BaselineStore>& store,
     r.notes.push_back(rec.eligible_as_baseline()
                           ? "no baseline yet: this run becomes the baseline"
                           : "no baseline yet, and this run is not eligible to become one");
+}
+
+// An interrupted run leaves a trace, so that history shows it and nobody wonders,
+// but it is stored as aborted and never becomes a baseline. Then the gate ends
+// with an error: an interrupted run has no verdict.
+[[noreturn]] void record_aborted(const RunOptions& options, std::optional<BaselineStore>& store,
+                                 const Profile& profile, const Measurement& m,
+                                 const GateResult& partial, const HostFingerprint& host) {
+  std::string what = "aborted: interrupted by SIGINT or SIGTERM after " +
+                     std::to_string(m.load.iterations.size()) +
+                     " iterations; the service was "
+                     "stopped";
+  if (!options.record) throw Error(what + "; nothing stored (--no-record)");
+  GateResult r = partial;
+  r.host = host;
+  r.verdict = Verdict::kError;
+  if (!store) store = BaselineStore::open(options.store_path);
+  RunRecord rec = make_record(profile, r, m.load);
+  rec.status = "aborted";
+  rec.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
+  auto id = store->record(rec);
+  throw Error(what + "; stored as run " + std::to_string(id) + ", never a baseline");
 }
 
 void write_file(const fs::path& path, const std::string& text, bool append = false) {
@@ -330,6 +354,7 @@ MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostF
     auto service = start_service(profile);
     m = run_load(profile, stop, service_pid(profile, service.get(), ProcReader("/")));
   }
+  if (m.aborted) throw Error("interrupted by a signal; the service was stopped");
   require_responses(m.load, profile.target.url);
   r.saturation = judge_saturation(profile, m);
   r.verdict = r.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
@@ -390,6 +415,7 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
       auto service = start_service(profile);
       m = run_load(profile, stop, service_pid(profile, service.get(), ProcReader("/")));
     }  // the service stops here, before judging and reporting
+    if (m.aborted) record_aborted(options, store, profile, m, partial, host);
     require_responses(m.load, profile.target.url);
     RunFigures now = run_figures(m.load.iterations, service_cpu(m.windows));
     Saturation saturation = judge_saturation(profile, m);
