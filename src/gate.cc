@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "perfgate/baseline.h"
 #include "perfgate/baseline_store.h"
@@ -59,6 +60,49 @@ void log_iteration(const Iteration& it, int total) {
                it.stats.errors.total() + it.stats.statuses.failed(),
                it.discarded ? " (discarded)" : "");
 }
+
+// Watches, while the load runs, for what must end it early: a stop signal, or
+// the death of the service perfgate started (every figure after it would be
+// about connection errors, not the service).
+class LoadGuard {
+ public:
+  LoadGuard(const std::atomic<bool>& signal, ServiceProcess* service)
+      : signal_(signal), service_(service), thread_([this] { watch(); }) {}
+  ~LoadGuard() { finish(); }
+  LoadGuard(const LoadGuard&) = delete;
+  LoadGuard& operator=(const LoadGuard&) = delete;
+
+  const std::atomic<bool>& stop() const { return stop_; }
+  /// Stops watching; says how the service ended when it died during the load.
+  std::optional<std::string> finish() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (!died_) return std::nullopt;
+    return "service \"" + service_command_ + "\" " + service_->exit_description() +
+           " during the load";
+  }
+
+ private:
+  void watch() {
+    if (service_) service_command_ = service_->command();
+    while (!done_) {
+      if (signal_) stop_ = true;
+      if (service_ && !service_->running()) {
+        died_ = true;
+        stop_ = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  const std::atomic<bool>& signal_;
+  ServiceProcess* service_;
+  std::string service_command_;
+  std::atomic<bool> stop_{false}, done_{false};
+  bool died_ = false;  // written by the watcher, read after the join
+  std::thread thread_;
+};
 
 // The load and what the host did meanwhile: one window per iteration, in
 // iteration order, measured on the same steady clock as the samples.
@@ -266,6 +310,14 @@ void record_run(const RunOptions& options, std::optional<BaselineStore>& store,
                           : "no baseline yet, and this run is not eligible to become one");
 }
 
+// No figure of a run whose service died describes the service: no verdict.
+[[noreturn]] void throw_service_death(const std::string& what, const LoadResult& load) {
+  auto total = load.kept_total();
+  throw Error(what + ", after " + std::to_string(load.iterations.size()) + " iterations (" +
+              std::to_string(total.errors.total()) + " socket errors, " +
+              std::to_string(total.responses) + " responses kept); nothing stored");
+}
+
 // An interrupted run leaves a trace, so that history shows it and nobody wonders,
 // but it is stored as aborted and never becomes a baseline. Then the gate ends
 // with an error: an interrupted run has no verdict.
@@ -350,10 +402,14 @@ MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostF
   r.ci = ci;
   r.host = host;
   Measurement m;
+  std::optional<std::string> death;
   {
     auto service = start_service(profile);
-    m = run_load(profile, stop, service_pid(profile, service.get(), ProcReader("/")));
+    LoadGuard guard(stop, service.get());
+    m = run_load(profile, guard.stop(), service_pid(profile, service.get(), ProcReader("/")));
+    death = guard.finish();
   }
+  if (death) throw_service_death(*death, m.load);
   if (m.aborted) throw Error("interrupted by a signal; the service was stopped");
   require_responses(m.load, profile.target.url);
   r.saturation = judge_saturation(profile, m);
@@ -411,10 +467,14 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     auto doctor_warnings = preflight(profile);
     auto selection = choose_baseline(options, store, profile, partial.ci, host);
     Measurement m;
+    std::optional<std::string> death;
     {
       auto service = start_service(profile);
-      m = run_load(profile, stop, service_pid(profile, service.get(), ProcReader("/")));
+      LoadGuard guard(stop, service.get());
+      m = run_load(profile, guard.stop(), service_pid(profile, service.get(), ProcReader("/")));
+      death = guard.finish();
     }  // the service stops here, before judging and reporting
+    if (death) throw_service_death(*death, m.load);
     if (m.aborted) record_aborted(options, store, profile, m, partial, host);
     require_responses(m.load, profile.target.url);
     RunFigures now = run_figures(m.load.iterations, service_cpu(m.windows));

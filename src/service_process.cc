@@ -98,6 +98,10 @@ bool ServiceProcess::running() {
   return !reaped_;
 }
 
+std::string ServiceProcess::exit_description() const {
+  return reaped_ ? describe_exit(exit_status_) : "is running";
+}
+
 void ServiceProcess::wait_ready() {
   auto deadline = Clock::now() + spec_.ready_timeout;
   while (Clock::now() < deadline) {
@@ -113,11 +117,15 @@ void ServiceProcess::wait_ready() {
 }
 
 void ServiceProcess::stop(Nanos grace) {
-  if (pid_ <= 0 || reaped_) return;
+  if (pid_ <= 0 || stopped_) return;
+  stopped_ = true;
+  // The group outlives its leader when the leader dies first (a shell that
+  // started the server and exited): its other members are stopped all the same.
   kill(-pid_, SIGTERM);
   auto deadline = Clock::now() + grace;
   while (Clock::now() < deadline) {
-    if (!running()) break;
+    bool group_gone = kill(-pid_, 0) != 0;
+    if (!running() && group_gone) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // Whatever is left of the group, the service's children included, is killed.

@@ -23,13 +23,17 @@ class ServiceProcess {
   void wait_ready();
   /// True while the process has not exited.
   bool running();
+  /// How it ended, e.g. "exited with status 1"; meaningful once running() is false.
+  std::string exit_description() const;
   void stop(Nanos grace = std::chrono::seconds(5));
   pid_t pid() const { return pid_; }
+  const std::string& command() const { return spec_.command.front(); }
 
  private:
   ServiceSpec spec_;
   pid_t pid_ = -1;
   bool reaped_ = false;
+  bool stopped_ = false;
   int exit_status_ = 0;
 };
 

@@ -76,5 +76,36 @@ TEST_P(AbortCliTest, SignalStoresAnAbortedRunAndStopsTheService) {
 
 INSTANTIATE_TEST_SUITE_P(Signals, AbortCliTest, ::testing::Values("INT", "TERM"));
 
+// The service's root process exits mid-run (its child still serves, so only the
+// watch on the process can tell): the run ends at once with the reason, stores
+// nothing, and the rest of the service's process group goes with it.
+TEST(ServiceDeathCliTest, ServiceThatDiesMidRunEndsTheRunWithItsExitStatus) {
+  TempDir dir;
+  auto port = testing::unused_port();
+  auto text = long_profile(port);
+  std::string p = std::to_string(port);
+  auto start = text.find("\"command\": [");
+  auto end = text.find("],", start);
+  text.replace(start, end - start + 1,
+               "\"command\": [\"/bin/sh\", \"-c\", \"'" + testing::perfgate_binary() +
+                   "' demo-server --port " + p + " --delay 5ms & sleep 2.5; exit 7\"]");
+  testing::write_file(dir / "profile.json", text);
+  auto store = dir / "perfgate.db";
+  auto r = testing::run_command({testing::perfgate_binary(), "run", (dir / "profile.json").string(),
+                                 "--store", store.string()},
+                                {}, {}, 60);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("service \"/bin/sh\" exited with status 7 during the load"),
+            std::string::npos)
+      << r.err;
+  size_t errors = 0;
+  for (size_t at = r.err.find("perfgate: error:"); at != std::string::npos;
+       at = r.err.find("perfgate: error:", at + 1))
+    ++errors;
+  EXPECT_EQ(errors, 1u) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(store));
+  EXPECT_EQ(testing::http_get(port, "/health"), "");  // the demo server went with its group
+}
+
 }  // namespace
 }  // namespace perfgate
