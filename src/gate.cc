@@ -1,11 +1,13 @@
 #include "perfgate/gate.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -22,6 +24,7 @@
 #include "perfgate/load_engine.h"
 #include "perfgate/markdown_report.h"
 #include "perfgate/openmetrics_report.h"
+#include "perfgate/progress.h"
 #include "perfgate/saturation.h"
 #include "perfgate/service_process.h"
 
@@ -52,13 +55,6 @@ std::unique_ptr<ServiceProcess> start_service(const Profile& profile) {
   auto service = std::make_unique<ServiceProcess>(*profile.service);
   service->wait_ready();
   return service;
-}
-
-void log_iteration(const Iteration& it, int total) {
-  spdlog::info("iteration {}/{}: {:.1f} req/s, p99 {:.3f} ms, {} errors{}", it.index + 1, total,
-               it.throughput_rps(), static_cast<double>(it.stats.latency.percentile_ns(99)) / 1e6,
-               it.stats.errors.total() + it.stats.statuses.failed(),
-               it.discarded ? " (discarded)" : "");
 }
 
 // Watches, while the load runs, for what must end it early: a stop signal, or
@@ -147,11 +143,17 @@ Measurement run_load(const Profile& profile, const std::atomic<bool>& stop,
   // The engine reports each iteration right after its window closes: that moment,
   // less the window's length, is the window on the sampler's clock.
   std::vector<TimeWindow> windows;
+  // A live line on a terminal, timestamped lines in a CI log; none with --quiet.
+  std::optional<Progress> progress;
+  if (spdlog::get_level() <= spdlog::level::info)
+    progress.emplace(std::cerr, progress_style(isatty(STDERR_FILENO), process_environment()),
+                     plan.iterations, plan.warmup + plan.duration * plan.iterations);
   m.load = engine->run(plan, stop, [&](const Iteration& it) {
     auto end = SteadyClock::now();
     windows.push_back({end - it.duration, end});
-    log_iteration(it, plan.iterations);
+    if (progress) progress->on_iteration(it);
   });
+  if (progress) progress->finish();
   sampler.stop();
   m.aborted = stop;
   m.samples = sampler.samples();
