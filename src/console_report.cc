@@ -98,10 +98,21 @@ std::string traffic_line(const IterationStats& t) {
          " with status 4xx/5xx, " + std::to_string(t.bytes_read) + " bytes read\n";
 }
 
+// Who was busy while measuring: the first thing to read when a run looks odd.
+std::string load_machine_line(const HostSummary& h) {
+  if (h.samples == 0) return "";
+  return "  load machine: host CPU " + report::fixed(h.host_cpu_mean_pct, 0) + "% mean, " +
+         report::fixed(h.host_cpu_max_pct, 0) + "% max; busiest load thread " +
+         report::fixed(h.generator_thread_max_pct, 0) + "% of a core; other processes " +
+         report::fixed(h.foreign_cpu_max_pct, 0) + "%; steal " + report::fixed(h.steal_max_pct, 0) +
+         "%\n";
+}
+
 std::string facts(const GateResult& r) {
   std::string text;
   if (!r.target_url.empty()) text += "  target " + one_line(r.target_url) + "\n";
-  if (r.iterations_total > 0) text += load_line(r) + traffic_line(r.totals);
+  if (r.iterations_total > 0)
+    text += load_line(r) + traffic_line(r.totals) + load_machine_line(r.host_summary);
   return text;
 }
 

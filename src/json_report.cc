@@ -155,6 +155,22 @@ json metrics_json(const std::vector<MetricCheck>& checks) {
   return valid_strings(out);
 }
 
+// What the load machine did while measuring (the sampler's summary); null when
+// nothing was sampled.
+json load_machine_json(const HostSummary& h) {
+  if (h.samples == 0) return nullptr;
+  return {{"samples", h.samples},
+          {"host_cpu_mean_pct", number(h.host_cpu_mean_pct)},
+          {"host_cpu_max_pct", number(h.host_cpu_max_pct)},
+          {"steal_max_pct", number(h.steal_max_pct)},
+          {"generator_thread_max_pct", number(h.generator_thread_max_pct)},
+          {"foreign_cpu_max_pct", number(h.foreign_cpu_max_pct)},
+          {"memory_available_min_pct", number(h.memory_available_min_pct)},
+          {"cpu_pressure_max_pct", number(h.cpu_pressure_max_pct)},
+          {"service_cpu_us_per_request", number(h.service_cpu_us_per_request)},
+          {"doctor_warnings", h.doctor_warnings}};
+}
+
 json json_report(const GateResult& result) {
   json out = {{"verdict", std::string(to_string(result.verdict))},
               {"exit_code", to_int(result.exit_code)},
@@ -169,6 +185,7 @@ json json_report(const GateResult& result) {
               {"load", load_json(result)},
               {"metrics", metrics_json(result.checks)},
               {"saturation", saturation_json(result.saturation)},
+              {"load_machine", load_machine_json(result.host_summary)},
               {"host", host_json(result.host)},
               {"notes", result.notes},
               {"error", error_json(result)}};

@@ -166,6 +166,13 @@ class GateResultBuilder {
   }
 
   void describe_host() {
+    result_.host_summary.samples = 20;
+    result_.host_summary.host_cpu_mean_pct = 46.25;
+    result_.host_summary.host_cpu_max_pct = 71.5;
+    result_.host_summary.generator_thread_max_pct = 58.0;
+    result_.host_summary.foreign_cpu_max_pct = 3.25;
+    result_.host_summary.memory_available_min_pct = 81.0;
+    result_.host_summary.service_cpu_us_per_request = 35.7;
     result_.host.fields = {{"os", "Debian GNU/Linux 12 (bookworm)"},
                            {"kernel", "6.1.0-28-amd64"},
                            {"arch", "x86_64"},
