@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -13,6 +12,7 @@
 #include "perfgate/command.h"
 #include "perfgate/error.h"
 #include "perfgate/gate.h"
+#include "perfgate/progress.h"
 #include "perfgate/report_format.h"
 
 namespace perfgate {
@@ -122,15 +122,6 @@ int history(const HistoryOptions& opt) {
   return 0;
 }
 
-std::string utc_now() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 // Who accepted a regression, from the CI's own variables: the audit trail.
 std::string reviewer(const EnvLookup& env) {
   for (const char* name : {"GITLAB_USER_LOGIN", "GITHUB_ACTOR", "USER", "LOGNAME"})
@@ -159,7 +150,8 @@ int review(const ReviewOptions& opt, const std::string& state, const EnvLookup& 
       throw Error(name + " was saturated: its figures say nothing about the service; it cannot " +
                   "be accepted");
   }
-  store.set_review(opt.run_id, {state, opt.reason, reviewer(env), utc_now()});
+  store.set_review(opt.run_id, {state, opt.reason, reviewer(env),
+                                utc_timestamp(std::chrono::system_clock::now())});
   std::cout << name << " (profile " << run->profile_name << ", branch " << run->ci.branch
             << ", commit " << report::short_id(run->ci.commit, 7) << ") " << state
             << (state == "accepted" ? ": it is the baseline of the runs after it"
