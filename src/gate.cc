@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -175,10 +176,35 @@ std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>&
   return out;
 }
 
+// The open model's rule: when most kept iterations fell short of the asked rate,
+// the run measured a different load than the profile asked for.
+void check_rate_achieved(const LoadResult& load, Saturation& saturation) {
+  auto kept = load.kept();
+  if (kept.empty() || kept.front()->target_rate <= 0) return;
+  std::vector<double> achieved;
+  uint64_t never_sent = 0;
+  size_t short_of = 0;
+  for (const auto* it : kept) {
+    achieved.push_back(it->throughput_rps());
+    never_sent += it->stats.never_sent;
+    if (it->below_target_rate()) ++short_of;
+  }
+  if (short_of * 2 < kept.size()) return;
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "open model: %.0f req/s achieved of the %.0f asked (median), %llu requests "
+                "never sent, in %zu of %zu iterations",
+                median(achieved), kept.front()->target_rate,
+                static_cast<unsigned long long>(never_sent), short_of, kept.size());
+  saturation.saturated = true;
+  saturation.reasons.push_back(text);
+}
+
 Saturation judge_saturation(const Profile& profile, const Measurement& m) {
   SaturationContext context;
   context.service_remote = !is_loopback_url(profile.target.url);
   auto saturation = evaluate_saturation(kept_windows(m), profile.saturation, context);
+  check_rate_achieved(m.load, saturation);
   for (const auto& reason : saturation.reasons) spdlog::warn("load machine saturated: {}", reason);
   return saturation;
 }

@@ -146,3 +146,30 @@ TEST_F(SaturationCliTest, ServiceCpuPerRequestGrowsWithTheWorkPerResponse) {
 
 }  // namespace
 }  // namespace perfgate
+
+namespace perfgate {
+namespace {
+
+// 8 connections to a server taking 10 ms each can carry about 800 req/s: asked for
+// 4000 in the open model, the run measured another load than the profile's.
+TEST(OpenModelSaturationCliTest, RateNotAchievedIsASaturationReason) {
+  TempDir dir;
+  DemoServerProcess slow({"--delay", "10ms", "--delay-every", "1"});
+  auto text = profile_text(kNeverSaturated);
+  text.replace(text.find("\"warmup\": \"200ms\""), 17, "\"warmup\": \"200ms\", \"rate\": 4000");
+  testing::write_file(dir / "profile.json", text);
+  auto json_path = dir / "result.json";
+  auto r = testing::run_command(
+      {testing::perfgate_binary(), "run", (dir / "profile.json").string(), "--store",
+       (dir / "perfgate.db").string(), "--json", json_path.string()},
+      {{"TARGET_PORT", std::to_string(slow.port())}});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  auto result = nlohmann::json::parse(testing::read_file(json_path));
+  bool rate = false;
+  for (const auto& reason : result["saturation"]["reasons"])
+    rate = rate || reason.get<std::string>().starts_with("open model: ");
+  EXPECT_TRUE(rate) << result["saturation"].dump();
+}
+
+}  // namespace
+}  // namespace perfgate
