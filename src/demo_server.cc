@@ -238,7 +238,11 @@ Response counted_response(const ServerState& s) {
   const uint64_t n = s.served->fetch_add(1) + 1;
   const auto& o = s.options;
   if (o.stall_at > 0) apply_stall(n, s);
-  if (o.delay_every > 0 && n % o.delay_every == 0) sleep_unless_stopped(o.delay, s);
+  Nanos wait{0};
+  if (o.delay_every > 0 && n % o.delay_every == 0) wait += o.delay;
+  if (o.tail_every > 0 && n % o.tail_every == 0) wait += o.tail_delay;
+  // One sleep for both: two sleeps would each add their own oversleep.
+  if (wait > Nanos::zero()) sleep_unless_stopped(wait, s);
   if (o.work > Nanos::zero()) burn_cpu(o.work);
   if (o.error_every > 0 && n % o.error_every == 0) return {500, "error\n", {}};
   return {200, s.body, {}};

@@ -9,6 +9,7 @@
 
 #include "perfgate/command.h"
 #include "perfgate/demo_server.h"
+#include "perfgate/error.h"
 
 namespace perfgate {
 namespace {
@@ -17,6 +18,7 @@ struct DemoArgs {
   DemoServerOptions options;
   std::string delay = "0s";
   std::string work = "0s";
+  std::string tail_delay = "0s";
   std::string port_file;
 };
 
@@ -31,6 +33,10 @@ void write_port_file(const std::string& path, uint16_t port) {
 int run_demo_server(DemoArgs args) {
   if (args.delay != "0s") args.options.delay = duration_flag("--delay", args.delay);
   if (args.options.delay.count() > 0 && args.options.delay_every == 0) args.options.delay_every = 1;
+  if (args.tail_delay != "0s")
+    args.options.tail_delay = duration_flag("--tail-delay", args.tail_delay);
+  if (args.options.tail_delay.count() > 0 && args.options.tail_every == 0)
+    throw Error("--tail-delay: needs --tail-every N (e.g. 50 for 2 % of responses)");
   if (args.work != "0s") args.options.work = duration_flag("--work", args.work);
   sigset_t signals;
   sigemptyset(&signals);
@@ -58,6 +64,10 @@ void register_demo_server_command(CommandSet& commands) {
   demo->add_option("--delay", args->delay, "Delay added to every --delay-every-th response");
   demo->add_option("--delay-every", args->options.delay_every,
                    "Delay every N-th response (default 1 with --delay)");
+  demo->add_option("--tail-delay", args->tail_delay,
+                   "A second delay, on top of --delay, on every --tail-every-th response");
+  demo->add_option("--tail-every", args->options.tail_every,
+                   "Tail-delay every N-th response, e.g. 50 for 2 %");
   demo->add_option("--error-every", args->options.error_every, "Every N-th response is a 500");
   demo->add_option("--work", args->work, "CPU burned per response, e.g. 50us");
   demo->add_option("--body-bytes", args->options.body_bytes, "Response body size");

@@ -229,6 +229,43 @@ TEST(DemoServer, DelaysEveryNthResponse) {
   EXPECT_GE(Clock::now() - start, 150ms);  // a lower bound only: slow hosts pass too
 }
 
+TEST(DemoServer, AddsTheTailDelayOnTopOfTheBaseDelayOnEveryNthResponse) {
+  DemoServer server(dials([](DemoServerOptions& o) {
+    o.delay = 20ms;
+    o.delay_every = 1;
+    o.tail_delay = 200ms;
+    o.tail_every = 3;
+  }));
+  RawClient client(server.port());
+  std::vector<Clock::duration> took;
+  for (int i = 0; i < 6; ++i) {
+    auto start = Clock::now();
+    ASSERT_TRUE(client.send(get("/")));
+    ASSERT_EQ(client.read_response().status, 200);
+    took.push_back(Clock::now() - start);
+  }
+  // Lower bounds only (slow hosts pass too): every response has the base
+  // delay, the 3rd and 6th have both delays added.
+  for (int i : {0, 1, 3, 4}) EXPECT_GE(took[i], 20ms) << "response " << i + 1;
+  for (int i : {2, 5}) EXPECT_GE(took[i], 220ms) << "response " << i + 1;
+  // The untailed ones did not wait for the tail: 200 ms is far above a 20 ms delay.
+  for (int i : {0, 1, 3, 4}) EXPECT_LT(took[i], 200ms) << "response " << i + 1;
+}
+
+TEST(DemoServer, TailDelayWorksWithoutABaseDelay) {
+  DemoServer server(dials([](DemoServerOptions& o) {
+    o.tail_delay = 150ms;
+    o.tail_every = 2;
+  }));
+  RawClient client(server.port());
+  ASSERT_TRUE(client.send(get("/")));
+  ASSERT_EQ(client.read_response().status, 200);
+  auto start = Clock::now();
+  ASSERT_TRUE(client.send(get("/")));
+  ASSERT_EQ(client.read_response().status, 200);
+  EXPECT_GE(Clock::now() - start, 150ms);
+}
+
 TEST(DemoServer, BurnsCpuPerCountedResponse) {
   DemoServer server(dials([](DemoServerOptions& o) { o.work = 20ms; }));
   double before = process_cpu_seconds();

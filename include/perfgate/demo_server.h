@@ -26,6 +26,10 @@ struct DemoServerOptions {
   /// like a GC pause or a full-table lock.
   uint64_t stall_at = 0;
   Nanos stall{0};
+  /// A second delay, on top of `delay`, on every `tail_every`-th response
+  /// (0 = never): a slow tail, e.g. +20 ms on every 50th response (2 %).
+  Nanos tail_delay{0};
+  uint64_t tail_every = 0;
 };
 
 /// A small HTTP/1.1 keep-alive server on loopback, one thread per connection.
