@@ -100,6 +100,11 @@ std::optional<ChangeTest> test_change(const std::vector<double>& now, const Base
       t.method += ", " + run.method;
     }
     t.significant = t.p_value < 1 - level;
+    // A shift interval of a positive figure can reach past -100 %, which no such
+    // figure can fall by: the bound says "down to nothing" and no more.
+    bool positive = value > 0 && std::all_of(pooled->second.begin(), pooled->second.end(),
+                                             [](double v) { return v > 0; });
+    if (positive) t.ci_low_pct = std::max(t.ci_low_pct, -100.0);
     return t;
   } catch (const std::invalid_argument&) {
     return std::nullopt;  // a zero baseline: no relative change to test

@@ -117,6 +117,17 @@ TEST(VerdictTest, PastFailButWithinTheNoiseOnlyWarns) {
   EXPECT_EQ(j.verdict, Verdict::kWarn);
 }
 
+TEST(VerdictTest, IntervalOfAPositiveFigureStopsAtMinus100Percent) {
+  auto base = baseline(1000, 10);
+  // Three slow baseline iterations out of eight (40 ms against a median of 10):
+  // the shift interval of a steady now would reach down to about -300 %.
+  base.pooled.values["latency_p99_ms"] = {10, 10, 10, 10, 10, 40, 40, 40};
+  auto j = judge(figures(1000, 10), &base, limits(), {});
+  const auto& c = check(j, "latency_p99_ms");
+  ASSERT_TRUE(c.test);
+  EXPECT_DOUBLE_EQ(c.test->ci_low_pct, -100.0);
+}
+
 TEST(VerdictTest, TooFewIterationsCannotFail) {
   auto base = baseline(1000, 10);
   // One iteration against eight: the rank test's smallest p-value is 2/9.
