@@ -112,8 +112,8 @@ Profile parse_profile(std::string_view text, const std::string& source_name, con
 
 ThresholdSet default_thresholds() {
   ThresholdSet set;
-  set["throughput_rps"].warn_pct = 5.0;
-  set["throughput_rps"].fail_pct = 10.0;
+  set["throughput_rps"].warn_pct = 3.0;
+  set["throughput_rps"].fail_pct = 5.0;
   set["latency_p99_ms"].warn_pct = 10.0;
   set["latency_p99_ms"].fail_pct = 20.0;
   set["error_rate_pct"].max = 1.0;

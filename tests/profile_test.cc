@@ -118,8 +118,8 @@ TEST(ProfileTest, MinimalProfileGetsEveryDefault) {
 TEST(ProfileTest, DefaultThresholdsAreTheDocumentedOnes) {
   ThresholdSet set = default_thresholds();
   ASSERT_EQ(set.size(), 3u);
-  EXPECT_EQ(set["throughput_rps"].warn_pct, 5.0);
-  EXPECT_EQ(set["throughput_rps"].fail_pct, 10.0);
+  EXPECT_EQ(set["throughput_rps"].warn_pct, 3.0);
+  EXPECT_EQ(set["throughput_rps"].fail_pct, 5.0);
   EXPECT_EQ(set["latency_p99_ms"].warn_pct, 10.0);
   EXPECT_EQ(set["latency_p99_ms"].fail_pct, 20.0);
   EXPECT_EQ(set["error_rate_pct"].max, 1.0);
