@@ -101,7 +101,8 @@ int history(const HistoryOptions& opt) {
     return 0;
   }
   std::vector<std::vector<std::string>> rows = {{"run", "created", "profile", "branch", "commit",
-                                                 "req/s", "p99 ms", "errors", "verdict", "flags"}};
+                                                 "req/s", "p99 ms", "errors %", "verdict",
+                                                 "flags"}};
   for (const auto& run : runs) {
     auto figures = stored_run_figures(run).summary;
     auto figure = [&](const char* key, std::string_view unit) {
@@ -110,7 +111,7 @@ int history(const HistoryOptions& opt) {
     };
     rows.push_back({std::to_string(run.id), run.created_at, report::one_line(run.profile_name),
                     report::one_line(run.ci.branch), report::short_id(run.ci.commit, 7),
-                    figure(kKeyMetrics[0], ""), figure(kKeyMetrics[1], ""),
+                    figure(kKeyMetrics[0], "req/s"), figure(kKeyMetrics[1], "ms"),
                     figure(kKeyMetrics[2], "%"), std::string(to_string(run.verdict)),
                     report::join(flags_of(run), ",")});
   }
