@@ -21,29 +21,7 @@ constexpr double kWidth = 760, kHeight = 200;
 constexpr double kLeft = 100, kRight = 20, kTop = 16, kBottom = 34;
 
 std::string esc(std::string_view raw) {
-  std::string out;
-  for (char c : report::one_line(raw)) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return report::markup_escape(report::one_line(raw), "&#39;", false);
 }
 
 std::string num(double value) {

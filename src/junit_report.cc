@@ -35,38 +35,7 @@ struct Counts {
 // printable() first: XML 1.0 forbids most control characters even as references.
 // Newlines in attributes are escaped, or parsers would turn them into spaces.
 std::string xml_escape(std::string_view text, bool attribute) {
-  std::string out;
-  for (char c : report::printable(text)) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '\r':
-        out += "&#13;";
-        break;
-      case '\n':
-        out += attribute ? "&#10;" : "\n";
-        break;
-      case '\t':
-        out += attribute ? "&#9;" : "\t";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return report::markup_escape(report::printable(text), "&apos;", attribute);
 }
 
 std::string attr(std::string_view name, std::string_view value) {

@@ -215,6 +215,46 @@ inline std::string one_line(std::string_view text) {
   return out;
 }
 
+/// Escapes text for XML or HTML: the five markup characters, the apostrophe as
+/// `apostrophe` (XML's "&apos;", or "&#39;", which old HTML knows too), and with
+/// `whitespace_refs` CR, LF and tab as references, which attribute values need
+/// to keep them. The caller drops what must not appear at all (printable()).
+inline std::string markup_escape(std::string_view text, std::string_view apostrophe,
+                                 bool whitespace_refs) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += apostrophe;
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
+      case '\n':
+        out += whitespace_refs ? "&#10;" : "\n";
+        break;
+      case '\t':
+        out += whitespace_refs ? "&#9;" : "\t";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 /// One line with metric, now, baseline, change and the deciding limit:
 /// "latency_p99_ms: 2.044 ms vs baseline 1.912 ms (+6.9%), fail limit +20%".
 inline std::string headline(const MetricCheck& check) {
