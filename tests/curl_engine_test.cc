@@ -10,6 +10,7 @@
 
 #include "perfgate/demo_server.h"
 #include "perfgate/error.h"
+#include "support/engine_fixtures.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -18,32 +19,9 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Short windows: the tests check counts and relations, never speed.
-LoadPlan plan_for(const std::string& url) {
-  LoadPlan plan;
-  plan.target.url = url;
-  plan.threads = 2;
-  plan.connections = 4;
-  plan.warmup = 200ms;
-  plan.duration = 300ms;
-  plan.iterations = 3;
-  plan.discard = 1;
-  plan.timeout = 5s;
-  return plan;
-}
-
-template <typename Set>
-DemoServerOptions dials(Set set) {
-  DemoServerOptions options;
-  set(options);
-  return options;
-}
-
-IterationStats everything(const LoadResult& result) {
-  IterationStats total = result.warmup;
-  for (const auto& it : result.iterations) total.merge(it.stats);
-  return total;
-}
+using testing::dials;
+using testing::everything;
+using testing::plan_for;
 
 LoadResult run(const LoadPlan& plan) {
   std::atomic<bool> stop{false};
