@@ -99,6 +99,7 @@ int run_cli(int argc, char** argv) {
   register_report_command(commands);
   register_history_command(commands);
   register_calibrate_command(commands);
+  register_merge_command(commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

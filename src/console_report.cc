@@ -108,11 +108,24 @@ std::string load_machine_line(const HostSummary& h) {
          "%\n";
 }
 
+// A merged run's shards, one line each: which machine made how much of the load.
+std::string shard_lines(const std::vector<ShardSummary>& shards) {
+  std::string text;
+  for (const auto& s : shards)
+    text += "  shard " + s.spec.text() + ": " + one_line(s.source) + ", host " + s.host_key + ", " +
+            report::plural(s.connections, "connection") + ", " +
+            report::plural(static_cast<int64_t>(s.responses), "response") + ", " +
+            report::fixed(s.throughput_rps, 1) + " req/s" + (s.saturated ? ", saturated" : "") +
+            "\n";
+  return text;
+}
+
 std::string facts(const GateResult& r) {
   std::string text;
   if (!r.target_url.empty()) text += "  target " + one_line(r.target_url) + "\n";
   if (r.iterations_total > 0)
-    text += load_line(r) + traffic_line(r.totals) + load_machine_line(r.host_summary);
+    text += load_line(r) + traffic_line(r.totals) + shard_lines(r.shards) +
+            load_machine_line(r.host_summary);
   return text;
 }
 

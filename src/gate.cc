@@ -107,9 +107,32 @@ struct Measurement {
   LoadResult load;
   std::vector<HostSample> samples;
   std::vector<WindowSummary> windows;  // index = iteration index, discarded ones included
+  std::vector<std::pair<int64_t, int64_t>> wall_ms;  // per iteration: Unix ms from, to
   SteadyClock::time_point origin;
   bool aborted = false;  // SIGINT/SIGTERM stopped the load early
 };
+
+int64_t unix_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// --start-at: shards on several machines begin their warm-up together, so that
+// their measurement windows overlap. A late start still runs (merge checks the
+// overlap); a start more than an hour away is surely a mistake.
+void wait_for_start(std::optional<WallTime> start_at, const std::atomic<bool>& stop) {
+  if (!start_at) return;
+  using namespace std::chrono;
+  auto ahead = duration_cast<milliseconds>(*start_at - system_clock::now());
+  if (ahead > hours(1)) throw Error("--start-at: " + format_duration(ahead) + " away; at most 1h");
+  if (ahead < milliseconds(-1000)) {
+    spdlog::warn("--start-at passed {} ago; starting now", format_duration(-ahead));
+    return;
+  }
+  spdlog::info("waiting {} for --start-at", format_duration(std::max(ahead, milliseconds(0))));
+  while (!stop && system_clock::now() < *start_at)
+    std::this_thread::sleep_for(
+        std::min<system_clock::duration>(milliseconds(20), *start_at - system_clock::now()));
+}
 
 // The service's root PID: the one perfgate started, else the profile's pid_file
 // or process name for a service running beside perfgate.
@@ -130,10 +153,11 @@ std::optional<pid_t> service_pid(const Profile& profile, const ServiceProcess* s
 }
 
 Measurement run_load(const Profile& profile, const std::atomic<bool>& stop,
-                     std::optional<pid_t> service) {
+                     std::optional<pid_t> service, std::optional<WallTime> start_at) {
   auto plan = plan_from_profile(profile);
   auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
   probe_target(profile.target, profile.load.timeout);
+  wait_for_start(start_at, stop);
   spdlog::info("load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
                plan.threads, plan.connections, format_duration(plan.warmup), plan.iterations,
                format_duration(plan.duration));
@@ -151,7 +175,9 @@ Measurement run_load(const Profile& profile, const std::atomic<bool>& stop,
                      plan.iterations, plan.warmup + plan.duration * plan.iterations);
   m.load = engine->run(plan, stop, [&](const Iteration& it) {
     auto end = SteadyClock::now();
+    auto wall_end = unix_ms(std::chrono::system_clock::now());
     windows.push_back({end - it.duration, end});
+    m.wall_ms.emplace_back(wall_end - static_cast<int64_t>(to_millis(it.duration)), wall_end);
     if (progress) progress->on_iteration(it);
   });
   if (progress) progress->finish();
@@ -275,6 +301,16 @@ BaselineSelection choose_baseline(const RunOptions& options, std::optional<Basel
   return selection;
 }
 
+// A stored run's load, as the reports read it.
+LoadResult load_of(const RunRecord& run) {
+  LoadResult load;
+  load.engine = run.engine;
+  load.threads = run.threads;
+  load.connections = run.connections;
+  load.iterations = run.iterations;
+  return load;
+}
+
 GateResult assemble(const Profile& profile, const LoadResult& load, const Judgement& judgement,
                     const BaselineSelection& selection) {
   GateResult r;
@@ -304,38 +340,51 @@ GateResult assemble(const Profile& profile, const LoadResult& load, const Judgem
   return r;
 }
 
-RunRecord make_record(const Profile& profile, const GateResult& r, const LoadResult& load) {
+// The run as the store keeps it, before it is judged.
+RunRecord make_record(const Profile& profile, const Measurement& m, const CiContext& ci,
+                      const HostFingerprint& host, const std::string& started_at) {
   RunRecord rec;
-  rec.created_at = r.started_at;
+  rec.created_at = started_at;
   rec.profile_name = profile.name;
   rec.profile_hash = profile.hash;
   rec.profile_json = profile.redacted_json;
-  rec.ci = r.ci;
-  rec.host = r.host;
-  rec.engine = load.engine;
-  rec.threads = load.threads;
-  rec.connections = load.connections;
-  rec.verdict = r.verdict;
-  rec.saturation = r.saturation;
-  rec.iterations = load.iterations;
+  rec.ci = ci;
+  rec.host = host;
+  rec.engine = m.load.engine;
+  rec.threads = m.load.threads;
+  rec.connections = m.load.connections;
+  rec.iterations = m.load.iterations;
+  rec.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
   return rec;
 }
 
-void record_run(const RunOptions& options, std::optional<BaselineStore>& store,
-                const Profile& profile, const Measurement& m, GateResult& r) {
+// The gate proper, for a run measured here or merged from shards: judge it
+// against its baseline, then store it with its verdict.
+GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStore>& store,
+                           const Profile& profile, const BaselineSelection& selection,
+                           RunRecord rec, const RunFigures& now) {
+  const auto& base = selection.baseline;
+  const auto& drift = selection.drift_reference;
+  auto judgement = judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
+                         {profile.baseline.confidence}, drift ? &drift->sample : nullptr);
+  GateResult r = assemble(profile, load_of(rec), judgement, selection);
+  r.started_at = rec.created_at;
+  r.ci = rec.ci;
+  r.host = rec.host;
+  r.saturation = rec.saturation;
+  rec.verdict = r.verdict;
   if (!options.record) {
     r.notes.push_back("not recorded (--no-record)");
-    return;
+    return r;
   }
   if (!store) store = BaselineStore::open(options.store_path);
-  auto rec = make_record(profile, r, m.load);
-  rec.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
   r.run_id = store->record(rec);
   r.recorded = true;
   if (!r.baseline_run_id)
     r.notes.push_back(rec.eligible_as_baseline()
                           ? "no baseline yet: this run becomes the baseline"
                           : "no baseline yet, and this run is not eligible to become one");
+  return r;
 }
 
 // No figure of a run whose service died describes the service: no verdict.
@@ -344,6 +393,28 @@ void record_run(const RunOptions& options, std::optional<BaselineStore>& store,
   throw Error(what + ", after " + std::to_string(load.iterations.size()) + " iterations (" +
               std::to_string(total.errors.total()) + " socket errors, " +
               std::to_string(total.responses) + " responses kept); nothing stored");
+}
+
+// The load with the service (when the profile starts one) around it. A service
+// that died during the load ends the run here; a signal is the caller's to handle.
+Measurement measure_load(const Profile& profile, const std::atomic<bool>& stop,
+                         std::optional<WallTime> start_at) {
+  Measurement m;
+  std::optional<std::string> death;
+  {
+    auto service = start_service(profile);
+    LoadGuard guard(stop, service.get());
+    m = run_load(profile, guard.stop(), service_pid(profile, service.get(), ProcReader("/")),
+                 start_at);
+    death = guard.finish();
+  }  // the service stops here, before judging and reporting
+  if (death) throw_service_death(*death, m.load);
+  return m;
+}
+
+std::optional<WallTime> start_time(const RunOptions& options) {
+  if (options.start_at.empty()) return std::nullopt;
+  return parse_start_at(options.start_at);
 }
 
 // An interrupted run leaves a trace, so that history shows it and nobody wonders,
@@ -357,13 +428,10 @@ void record_run(const RunOptions& options, std::optional<BaselineStore>& store,
                      " iterations; the service was "
                      "stopped";
   if (!options.record) throw Error(what + "; nothing stored (--no-record)");
-  GateResult r = partial;
-  r.host = host;
-  r.verdict = Verdict::kError;
   if (!store) store = BaselineStore::open(options.store_path);
-  RunRecord rec = make_record(profile, r, m.load);
+  RunRecord rec = make_record(profile, m, partial.ci, host, partial.started_at);
+  rec.verdict = Verdict::kError;
   rec.status = "aborted";
-  rec.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
   auto id = store->record(rec);
   throw Error(what + "; stored as run " + std::to_string(id) + ", never a baseline");
 }
@@ -424,27 +492,23 @@ void check_report_paths(const RunOptions& options) {
 }
 
 MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostFingerprint& host,
-                        const std::atomic<bool>& stop) {
-  GateResult r;
-  r.started_at = utc_now();
-  r.ci = ci;
-  r.host = host;
-  Measurement m;
-  std::optional<std::string> death;
-  {
-    auto service = start_service(profile);
-    LoadGuard guard(stop, service.get());
-    m = run_load(profile, guard.stop(), service_pid(profile, service.get(), ProcReader("/")));
-    death = guard.finish();
-  }
-  if (death) throw_service_death(*death, m.load);
+                        const std::atomic<bool>& stop, std::optional<WallTime> start_at) {
+  auto started_at = utc_now();
+  Measurement m = measure_load(profile, stop, start_at);
   if (m.aborted) throw Error("interrupted by a signal; the service was stopped");
   require_responses(m.load, profile.target.url);
-  r.saturation = judge_saturation(profile, m);
-  r.verdict = r.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
-  MeasuredRun out{make_record(profile, r, m.load),
-                  run_figures(m.load.iterations, service_cpu(m.windows))};
-  out.record.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
+  MeasuredRun out;
+  out.record = make_record(profile, m, ci, host, started_at);
+  out.record.saturation = judge_saturation(profile, m);
+  out.record.verdict = out.record.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
+  out.figures = run_figures(m.load.iterations, service_cpu(m.windows));
+  out.host_summary = host_summary(m, out.figures.summary);
+  out.in_flight_at_end = m.load.in_flight_at_end;
+  for (const auto* it : m.load.kept()) {
+    const auto& [from, to] = m.wall_ms.at(static_cast<size_t>(it->index));
+    if (!out.measured_from_ms) out.measured_from_ms = from;
+    out.measured_to_ms = to;
+  }
   return out;
 }
 
@@ -465,8 +529,7 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   auto judgement =
       judge(stored_run_figures(*run), base ? &base->sample : nullptr, profile.thresholds,
             run->saturation, {profile.baseline.confidence}, drift ? &drift->sample : nullptr);
-  LoadResult load{run->engine, run->threads, run->connections, {}, run->iterations};
-  GateResult result = assemble(profile, load, judgement, selection);
+  GateResult result = assemble(profile, load_of(*run), judgement, selection);
   result.profile_source = source;
   result.run_id = run->id;
   result.recorded = true;
@@ -479,9 +542,15 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   return result;
 }
 
-ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,
-                    const std::atomic<bool>& stop) {
-  Profile profile = load_profile(options.profile_path, env);
+// `run --shard I/N`: this machine's share of the load, measured and written for
+// `perfgate merge`, not judged: a share says nothing against the whole
+// profile's baseline. Nothing is stored; the merged run is.
+static ExitStatus run_shard(const RunOptions& options, const Profile& whole, const EnvLookup& env,
+                            std::ostream& out, const std::atomic<bool>& stop) {
+  ShardSpec spec = *options.shard;
+  if (options.json_path.empty())
+    throw Error("--shard " + spec.text() + ": needs --json PATH, the file perfgate merge reads");
+  Profile profile = shard_profile(whole, spec);
   GateResult partial;
   partial.profile_name = profile.name;
   partial.profile_hash = profile.hash;
@@ -489,37 +558,104 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
   partial.ci = read_ci_context(options.ci, env);
   try {
     auto started = Clock::now();
+    auto start_at = start_time(options);
+    check_report_paths(options);
+    auto run = measure_run(profile, partial.ci, read_host_fingerprint(), stop, start_at);
+    auto judgement = judge(run.figures, nullptr, {}, run.record.saturation,
+                           {profile.baseline.confidence}, nullptr);
+    const auto& rec = run.record;
+    GateResult r = assemble(profile, load_of(rec), judgement, {});
+    r.verdict = Verdict::kPass;  // measured; perfgate merge gives the verdict
+    r.exit_code = ExitStatus::kPass;
+    r.started_at = rec.created_at;
+    r.ci = rec.ci;
+    r.host = rec.host;
+    r.saturation = rec.saturation;
+    r.host_summary = run.host_summary;
+    r.duration_s = to_seconds(Clock::now() - started);
+    r.notes.push_back("shard " + spec.text() + ": measured, not judged or stored; perfgate merge " +
+                      "judges the shards together");
+    r.in_flight_at_end = run.in_flight_at_end;
+    r.shard = ShardFile{spec, run.measured_from_ms, run.measured_to_ms,
+                        rec,  run.in_flight_at_end, options.json_path.string()};
+    write_reports(options, r, &out);
+    return r.exit_code;
+  } catch (const Error& e) {
+    write_error_reports(options, partial, e.what());
+    throw;
+  }
+}
+
+ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,
+                    const std::atomic<bool>& stop) {
+  Profile profile = load_profile(options.profile_path, env);
+  if (options.shard) return run_shard(options, profile, env, out, stop);
+  GateResult partial;
+  partial.profile_name = profile.name;
+  partial.profile_hash = profile.hash;
+  partial.started_at = utc_now();
+  partial.ci = read_ci_context(options.ci, env);
+  try {
+    auto started = Clock::now();
+    auto start_at = start_time(options);
     check_report_paths(options);
     auto store = open_store(options);
     auto host = read_host_fingerprint();
     auto doctor_warnings = preflight(profile);
     auto selection = choose_baseline(options, store, profile, partial.ci, host);
-    Measurement m;
-    std::optional<std::string> death;
-    {
-      auto service = start_service(profile);
-      LoadGuard guard(stop, service.get());
-      m = run_load(profile, guard.stop(), service_pid(profile, service.get(), ProcReader("/")));
-      death = guard.finish();
-    }  // the service stops here, before judging and reporting
-    if (death) throw_service_death(*death, m.load);
+    Measurement m = measure_load(profile, stop, start_at);
     if (m.aborted) record_aborted(options, store, profile, m, partial, host);
     require_responses(m.load, profile.target.url);
+    RunRecord rec = make_record(profile, m, partial.ci, host, partial.started_at);
+    rec.saturation = judge_saturation(profile, m);
     RunFigures now = run_figures(m.load.iterations, service_cpu(m.windows));
-    Saturation saturation = judge_saturation(profile, m);
-    const auto& base = selection.baseline;
-    const auto& drift = selection.drift_reference;
-    auto judgement = judge(now, base ? &base->sample : nullptr, profile.thresholds, saturation,
-                           {profile.baseline.confidence}, drift ? &drift->sample : nullptr);
-    GateResult result = assemble(profile, m.load, judgement, selection);
-    result.started_at = partial.started_at;
-    result.ci = partial.ci;
-    result.host = host;
-    result.saturation = saturation;
+    GateResult result = judge_and_store(options, store, profile, selection, std::move(rec), now);
     result.host_summary = host_summary(m, now.summary);
     result.host_summary.doctor_warnings = doctor_warnings;
+    result.in_flight_at_end = m.load.in_flight_at_end;
     result.duration_s = to_seconds(Clock::now() - started);
-    record_run(options, store, profile, m, result);
+    write_reports(options, result, &out);
+    return result.exit_code;
+  } catch (const Error& e) {
+    write_error_reports(options, partial, e.what());
+    throw;
+  }
+}
+
+ExitStatus merge_gate(const RunOptions& options, const std::vector<fs::path>& shard_paths,
+                      const EnvLookup& env, std::ostream& out) {
+  GateResult partial;
+  partial.started_at = utc_now();
+  partial.ci = read_ci_context(options.ci, env);
+  try {
+    check_report_paths(options);
+    std::vector<ShardFile> files;
+    for (const auto& path : shard_paths) files.push_back(read_shard_file(path));
+    auto merged = merge_shards(std::move(files));
+    RunRecord& rec = merged.run;
+    partial.profile_name = rec.profile_name;
+    partial.profile_hash = rec.profile_hash;
+    auto no_env = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+    std::string source = merged.shards.front().source;
+    if (merged.shards.size() > 1)
+      source += " and " + std::to_string(merged.shards.size() - 1) + " more shards";
+    Profile profile = parse_profile(rec.profile_json, source, no_env);
+    profile.hash = rec.profile_hash;  // the hash of the text it was written in
+    // The merge job's CI context, where it has one; the shards' where it has not.
+    CiContext ci = partial.ci;
+    if (ci.commit.empty()) ci.commit = rec.ci.commit;
+    if (ci.pipeline_id.empty()) ci.pipeline_id = rec.ci.pipeline_id;
+    rec.ci = ci;
+    auto store = open_store(options);
+    auto selection = choose_baseline(options, store, profile, ci, rec.host);
+    auto now = stored_run_figures(rec);
+    GateResult result = judge_and_store(options, store, profile, selection, rec, now);
+    result.notes.insert(result.notes.end(), merged.notes.begin(), merged.notes.end());
+    result.shards = merged.shards;
+    result.in_flight_at_end = merged.in_flight_at_end;
+    for (const auto& s : merged.shards)
+      result.duration_s =
+          std::max(result.duration_s, (s.measured_to_ms - s.measured_from_ms) / 1e3);
     write_reports(options, result, &out);
     return result.exit_code;
   } catch (const Error& e) {

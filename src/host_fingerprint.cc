@@ -189,6 +189,10 @@ std::string HostFingerprint::key() const {
     auto it = fields.find(name);
     identity += name + "=" + (it == fields.end() ? std::string(kUnknown) : it->second) + "\n";
   }
+  // A merged run of N shards is its own series: N machines, not one. Runs of one
+  // machine have no such field, so their keys are what they always were.
+  if (auto it = fields.find("shards"); it != fields.end())
+    identity += "shards=" + it->second + "\n";
   // SHA-256 rather than std::hash: keys are stored, so they must never change.
   return sha256_hex(identity).substr(0, 16);
 }

@@ -126,6 +126,7 @@ json load_json(const GateResult& r) {
           {"kept_seconds", number(r.kept_seconds)},
           {"responses", r.totals.responses},
           {"bytes_read", r.totals.bytes_read},
+          {"in_flight_at_end", r.in_flight_at_end ? json(*r.in_flight_at_end) : json(nullptr)},
           {"errors", errors_json(r.totals.errors)},
           {"status", status_json(r.totals.statuses)}};
 }
@@ -140,6 +141,25 @@ json host_json(const HostFingerprint& host) {
 
 json saturation_json(const Saturation& s) {
   return {{"saturated", s.saturated}, {"reasons", s.reasons}};
+}
+
+// A merged run's shards, as merge found them; null for a run of one machine.
+json shards_json(const std::vector<ShardSummary>& shards) {
+  if (shards.empty()) return nullptr;
+  json out = json::array();
+  for (const auto& s : shards)
+    out.push_back({{"index", s.spec.index},
+                   {"count", s.spec.count},
+                   {"source", s.source},
+                   {"host_key", s.host_key},
+                   {"engine", s.engine},
+                   {"connections", s.connections},
+                   {"responses", s.responses},
+                   {"throughput_rps", number(s.throughput_rps)},
+                   {"saturated", s.saturated},
+                   {"measured_from_ms", s.measured_from_ms},
+                   {"measured_to_ms", s.measured_to_ms}});
+  return out;
 }
 
 json error_json(const GateResult& r) {
@@ -188,7 +208,9 @@ json json_report(const GateResult& result) {
               {"load_machine", load_machine_json(result.host_summary)},
               {"host", host_json(result.host)},
               {"notes", result.notes},
-              {"error", error_json(result)}};
+              {"error", error_json(result)},
+              {"shards", shards_json(result.shards)}};
+  if (result.shard) out["shard"] = shard_json(*result.shard);
   return valid_strings(out);
 }
 

@@ -78,6 +78,13 @@ class Worker {
   void run(Clock::time_point t0, const std::atomic<bool>& stop, const std::atomic<bool>& abort);
   int closed_slots() const { return closed_.load(std::memory_order_acquire); }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
+  /// After run(): requests sent and never counted: still unanswered, or
+  /// answered in the loop's last batch of events, after the load's end.
+  uint64_t in_flight() const {
+    auto busy = std::count_if(conns_.begin(), conns_.end(),
+                              [](const auto& c) { return c->phase == Phase::busy; });
+    return static_cast<uint64_t>(busy) + answered_after_end_;
+  }
   const IterationStats& slot(int index) const { return stats_.at(static_cast<size_t>(index)); }
 
  private:
@@ -102,6 +109,7 @@ class Worker {
   int first_index_;  // of its first connection among the run's
   Fd epoll_;
   std::vector<std::unique_ptr<Conn>> conns_;
+  uint64_t answered_after_end_ = 0;  // responses past the last window: served, not counted
   std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
   std::vector<IterationStats> stats_;  // one per slot: warm-up, then iterations
   RunWindows windows_;
@@ -300,6 +308,8 @@ void Worker::complete(Conn& c, const HttpResponseParser::Response& r, Clock::tim
     // stalled server is charged for every request it kept waiting (wrk2).
     s->latency.record(now - c.intended);
     if (shared_.schedule) s->latency_uncorrected.record(now - c.sent);
+  } else {
+    ++answered_after_end_;
   }
   c.phase = Phase::ready;
   if (!r.keep_alive) return open(c, now);  // Connection: close: reconnect

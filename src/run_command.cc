@@ -34,7 +34,15 @@ void register_run_command(CommandSet& commands) {
   run->add_flag("--any-host", opt->any_host,
                 "Take baselines from runs on any load machine, not only matching ones");
   run->add_flag("!--no-record", opt->record, "Judge without storing this run");
-  commands.add(run, [opt](const CommandContext& ctx) {
+  auto shard = std::make_shared<std::string>();
+  run->add_option("--shard", *shard,
+                  "Run shard I of N (\"2/3\"): this machine's share of the connections or rate, "
+                  "written with --json for perfgate merge; not judged, not stored");
+  run->add_option("--start-at", opt->start_at,
+                  "Begin the warm-up at this UTC time (2026-11-30T06:30:00Z or Unix seconds), "
+                  "so that shards on several machines overlap");
+  commands.add(run, [opt, shard](const CommandContext& ctx) {
+    if (!shard->empty()) opt->shard = parse_shard_spec(*shard);
     return to_int(run_gate(*opt, ctx.env, std::cout, ctx.stop));
   });
 }

@@ -147,6 +147,90 @@ TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
   EXPECT_TRUE(runs_perfgate_run(script));
 }
 
+// --- Sharded runs (issue 8): the CI's own fan-out runs the shards, one job merges.
+
+// Every --shard the commands pass, as "I/N" text.
+std::vector<std::string> shard_args(const std::string& commands) {
+  std::vector<std::string> out;
+  std::regex shard(R"(--shard \"?([^ \"]+)\"?)");
+  for (std::sregex_iterator it(commands.begin(), commands.end(), shard), end; it != end; ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+bool merges(const std::string& commands) {
+  return std::regex_search(commands,
+                           std::regex(R"(perfgate\"? merge .*shard-\*\.json)", std::regex::icase));
+}
+
+TEST(CiTemplatesTest, TheShardedWorkflowRunsAMatrixOfShardsThenMerges) {
+  require_pyyaml();
+  json workflow = load_yaml(ci_dir() / "github/perfgate-sharded.yml");
+  json load = workflow["jobs"]["load"];
+  int shards = std::stoi(workflow["env"]["SHARDS"].get<std::string>());
+  EXPECT_EQ(load["strategy"]["matrix"]["shard"].size(), static_cast<size_t>(shards));
+  std::string load_run = commands_of(load);
+  EXPECT_EQ(shard_args(load_run), std::vector<std::string>{"$SHARD/$SHARDS"});
+  for (const char* needle :
+       {"--start-at \"$START_AT\"", "--json \"perfgate-out/shard-$SHARD.json\""})
+    EXPECT_NE(load_run.find(needle), std::string::npos) << needle;
+  EXPECT_NE(load.dump().find("needs.build.outputs.start-at"), std::string::npos);
+  json merge = workflow["jobs"]["merge"];
+  EXPECT_EQ(merge["needs"], json::array({"build", "load"}));
+  std::string merge_run = commands_of(merge);
+  EXPECT_TRUE(merges(merge_run)) << merge_run;
+  for (const char* needle : {"--store", "--junit", "--json", "--summary"})
+    EXPECT_NE(merge_run.find(needle), std::string::npos) << needle;
+  EXPECT_TRUE(fs::exists(testing::source_dir() / workflow["env"]["PROFILE"].get<std::string>()));
+}
+
+TEST(CiTemplatesTest, TheShardedGitlabPipelineRunsParallelShardsThenMerges) {
+  require_pyyaml();
+  json pipeline = load_yaml(ci_dir() / "gitlab/perfgate-sharded.gitlab-ci.yml");
+  json load = pipeline["perfgate-load"];
+  EXPECT_GE(load["parallel"].get<int>(), 2);
+  std::string load_script = commands_of(load);
+  EXPECT_EQ(shard_args(load_script), std::vector<std::string>{"$CI_NODE_INDEX/$CI_NODE_TOTAL"});
+  EXPECT_NE(load_script.find("--start-at \"$PERFGATE_START_AT\""), std::string::npos);
+  EXPECT_EQ(pipeline["perfgate-build"]["artifacts"]["reports"]["dotenv"], "schedule.env");
+  json merge = pipeline["perfgate-merge"];
+  EXPECT_NE(merge["needs"].dump().find("perfgate-load"), std::string::npos);
+  EXPECT_TRUE(merges(commands_of(merge)));
+  EXPECT_EQ(merge["artifacts"]["reports"]["junit"], "perfgate-out/junit.xml");
+  EXPECT_EQ(merge["allow_failure"]["exit_codes"], json::array({2}));
+}
+
+TEST(CiTemplatesTest, TheKubernetesIndexedJobRunsShardsAndAMergeJob) {
+  require_pyyaml();
+  constexpr const char* kAllDocs = R"(
+import json, sys, yaml
+print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1], encoding="utf-8")))))
+)";
+  auto path = ci_dir() / "k8s/perfgate-shards.yaml";
+  auto result = testing::run_command({"/usr/bin/python3", "-c", kAllDocs, path.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  json docs = json::parse(result.out);
+  json shards, merge;
+  for (const json& doc : docs)
+    if (doc["kind"] == "Job") (doc["spec"].contains("completionMode") ? shards : merge) = doc;
+  ASSERT_FALSE(shards.is_null());
+  ASSERT_FALSE(merge.is_null());
+  EXPECT_EQ(shards["spec"]["completionMode"], "Indexed");
+  EXPECT_EQ(shards["spec"]["completions"], shards["spec"]["parallelism"]);
+  json container = shards["spec"]["template"]["spec"]["containers"][0];
+  std::string count;
+  for (const json& env : container["env"])
+    if (env["name"] == "SHARDS") count = env["value"];
+  EXPECT_EQ(count, std::to_string(shards["spec"]["completions"].get<int>()));
+  std::string shard_command = commands_of(json{{"run", container["args"]}});
+  EXPECT_NE(shard_command.find("JOB_COMPLETION_INDEX + 1"), std::string::npos);
+  EXPECT_EQ(shard_args(shard_command), std::vector<std::string>{"$shard/$SHARDS"});
+  EXPECT_NE(shard_command.find("--start-at"), std::string::npos);
+  std::string merge_command =
+      commands_of(json{{"run", merge["spec"]["template"]["spec"]["containers"][0]["args"]}});
+  EXPECT_TRUE(merges(merge_command)) << merge_command;
+}
+
 std::string help_of(const std::string& subcommand) {
   return testing::run_command({testing::perfgate_binary(), subcommand, "--help"}).out;
 }
@@ -158,6 +242,12 @@ TEST(CiTemplatesTest, TheTemplatesPassOnlyFlagsPerfgateHas) {
   std::string report_help = help_of("report");
   for (const char* flag : {"--html", "--store"})
     EXPECT_NE(report_help.find(flag), std::string::npos) << flag;
+  for (const char* flag : {"--shard", "--start-at"})
+    EXPECT_NE(run_help.find(flag), std::string::npos) << flag;
+  std::string merge_help = help_of("merge");
+  for (const char* flag :
+       {"--store", "--junit", "--json", "--summary", "--gitlab-load-performance", "--openmetrics"})
+    EXPECT_NE(merge_help.find(flag), std::string::npos) << flag;
 }
 
 // The GitLab template already passes the two report flags of issue 6 that

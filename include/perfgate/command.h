@@ -47,6 +47,7 @@ void register_store_command(CommandSet& commands);      // store_command.cc: sto
 void register_report_command(CommandSet& commands);     // report_command.cc: report, export
 void register_history_command(CommandSet& commands);    // history, compare, accept, reject
 void register_calibrate_command(CommandSet& commands);  // calibrate_command.cc
+void register_merge_command(CommandSet& commands);      // merge_command.cc: shards into one run
 
 /// Parses a duration flag; throws Error("-d: must be a duration like \"10s\", got ...").
 Nanos duration_flag(const std::string& flag, const std::string& text);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "perfgate/gate_result.h"
 #include "perfgate/profile.h"
 #include "perfgate/run_record.h"
+#include "perfgate/shard.h"
 
 namespace perfgate {
 
@@ -29,7 +31,11 @@ struct RunOptions {
   bool record = true;
   std::optional<int64_t> baseline_run;  // --baseline-run: judge against this run alone
   bool any_host = false;                // --any-host: baselines from any load machine
+  std::optional<ShardSpec> shard;       // --shard I/N: measure this share, write it for merge
+  std::string start_at;                 // --start-at: begin the warm-up then (see parse_start_at)
 };
+
+using WallTime = std::chrono::system_clock::time_point;
 
 /// The whole gate: load the profile, start the service, run the load, pick the
 /// baseline, judge, store and report. Prints the console table on `out` and
@@ -43,9 +49,20 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
 struct MeasuredRun {
   RunRecord record;  // ready to store; verdict pass, or warn when saturated
   RunFigures figures;
+  HostSummary host_summary;
+  int64_t measured_from_ms = 0;  // wall clock (Unix ms) of the kept iterations
+  int64_t measured_to_ms = 0;
+  std::optional<uint64_t> in_flight_at_end;  // see LoadResult
 };
 MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostFingerprint& host,
-                        const std::atomic<bool>& stop);
+                        const std::atomic<bool>& stop, std::optional<WallTime> start_at = {});
+
+/// `perfgate merge`: adds the shards' results (see merge_shards) and gates the
+/// sum like one run: baseline, verdict, store, reports as `options` asks.
+/// Throws Error when the shards do not belong together.
+ExitStatus merge_gate(const RunOptions& options,
+                      const std::vector<std::filesystem::path>& shard_paths, const EnvLookup& env,
+                      std::ostream& out);
 
 /// `perfgate compare`: judges stored run `run_id` again, against the runs before
 /// it (or `options.baseline_run`), with the limits stored with it. Stores nothing.

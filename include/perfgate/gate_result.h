@@ -8,6 +8,7 @@
 #include "perfgate/ci_context.h"
 #include "perfgate/host_fingerprint.h"
 #include "perfgate/load_result.h"
+#include "perfgate/shard.h"
 #include "perfgate/verdict.h"
 
 namespace perfgate {
@@ -60,9 +61,13 @@ struct GateResult {
   int connections = 0;
   int iterations_kept = 0;
   int iterations_total = 0;
-  IterationStats totals;  // kept iterations merged
+  IterationStats totals;                     // kept iterations merged
+  std::optional<uint64_t> in_flight_at_end;  // see LoadResult
   double kept_seconds = 0;
   HostSummary host_summary;  // what the load machine did while measuring
+
+  std::optional<ShardFile> shard;    // run --shard: what perfgate merge reads
+  std::vector<ShardSummary> shards;  // a merged run's shards, by index; empty otherwise
 };
 
 }  // namespace perfgate

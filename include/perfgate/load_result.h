@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,10 @@ struct LoadResult {
   int connections = 0;
   IterationStats warmup;              // measured but never judged
   std::vector<Iteration> iterations;  // in order, discarded ones included
+  /// Requests sent but never counted: unanswered when the load ended, or
+  /// answered after its last window. Dropped as wrk drops them, though the server
+  /// may have served them. nullopt when the engine does not count them.
+  std::optional<uint64_t> in_flight_at_end;
 
   std::vector<const Iteration*> kept() const;
   /// All kept iterations merged: totals for bench output and reports.

@@ -109,6 +109,10 @@ LoadResult run_load_threads(std::vector<std::unique_ptr<W>>& workers, const Load
     }
   }
   result.warmup = detail::merge_slot(workers, 0);
+  if constexpr (requires(const W& w) { w.in_flight(); }) {
+    result.in_flight_at_end = 0;
+    for (const auto& w : workers) *result.in_flight_at_end += w->in_flight();
+  }
   return result;
 }
 

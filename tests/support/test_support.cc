@@ -132,6 +132,21 @@ CommandResult run_command(const std::vector<std::string>& argv,
   return result;
 }
 
+CommandResult validate_result_json(const fs::path& document) {
+  constexpr const char* kValidate = R"(
+import json, sys
+from jsonschema import Draft202012Validator
+schema = json.load(open(sys.argv[1]))
+Draft202012Validator.check_schema(schema)
+errors = list(Draft202012Validator(schema).iter_errors(json.load(open(sys.argv[2]))))
+for e in errors:
+    print("/".join(map(str, e.absolute_path)) + ": " + e.message)
+sys.exit(1 if errors else 0)
+)";
+  auto schema = (source_dir() / "schemas/result.schema.json").string();
+  return run_command({"/usr/bin/python3", "-c", kValidate, schema, document.string()});
+}
+
 std::string perfgate_binary() {
   return PERFGATE_BINARY;
 }

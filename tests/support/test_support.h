@@ -39,6 +39,11 @@ CommandResult run_command(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env = {},
                           const std::filesystem::path& cwd = {}, int timeout_s = 120);
 
+/// Validates a JSON file against schemas/result.schema.json with Debian's
+/// python3-jsonschema (the schema itself checked first, so that a broken schema
+/// cannot pass everything); exit 0 when valid, one line per problem on stdout.
+CommandResult validate_result_json(const std::filesystem::path& document);
+
 /// The real perfgate binary under test.
 std::string perfgate_binary();
 std::filesystem::path source_dir();
