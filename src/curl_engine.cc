@@ -1,12 +1,18 @@
 #include "perfgate/curl_engine.h"
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <string>
 #include <thread>
 
@@ -20,8 +26,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// The longest a load thread sleeps in curl_multi_poll: bounds how late `stop`
-// and the end of a window are noticed.
+// The longest a load thread sleeps in epoll: bounds how late `stop` and the
+// end of a window are noticed.
 constexpr milliseconds kMaxPoll{50};
 // How long a handle rests after a failed connect (or a request that cannot be
 // sent at all) before it tries again, so that a dead target costs no CPU.
@@ -36,9 +42,13 @@ struct MultiCleanup {
 struct SlistFree {
   void operator()(curl_slist* list) const { curl_slist_free_all(list); }
 };
+struct UrlCleanup {
+  void operator()(CURLU* url) const { curl_url_cleanup(url); }
+};
 using EasyPtr = std::unique_ptr<CURL, EasyCleanup>;
 using MultiPtr = std::unique_ptr<CURLM, MultiCleanup>;
 using SlistPtr = std::unique_ptr<curl_slist, SlistFree>;
+using UrlPtr = std::unique_ptr<CURLU, UrlCleanup>;
 
 // curl_global_init is not thread-safe and must run once per process; doing it
 // on first use keeps it out of static initialisation.
@@ -73,12 +83,15 @@ SlistPtr make_header_list(const TargetSpec& target) {
   }
   // curl would send "Expect: 100-continue" for large bodies and wait up to a
   // second for servers that ignore it; send the body at once, as wrk does.
-  if (!has_expect) append(list, "Expect:");
+  // Without a body there is nothing to expect (and libcurl looks through the
+  // list for a dozen names on every request: the shorter the better).
+  if (!has_expect && !target.body.empty()) append(list, "Expect:");
   return list;
 }
 
 // Bodies are discarded as they stream in, so memory stays flat whatever the
-// response size; only their length is kept (headers and bodies, as wrk counts).
+// response size; only their length is kept. Headers are not handed over at all
+// (a call per line): their length comes from CURLINFO_HEADER_SIZE at the end.
 size_t count_bytes(char*, size_t size, size_t count, void* counter) {
   *static_cast<uint64_t*>(counter) += size * count;
   return size * count;
@@ -102,10 +115,23 @@ long to_ms(Nanos d) {
   return std::max<long>(1, std::chrono::duration_cast<milliseconds>(d).count());
 }
 
+// The URL parsed once, as libcurl parses it, for handles to share: otherwise
+// libcurl parses it again for every request. Null when it does not parse: the
+// handle then keeps the string, and each request fails as it would have.
+UrlPtr parse_url(const std::string& url) {
+  UrlPtr parsed(curl_url());
+  if (parsed && curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(),
+                             CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
+    parsed.reset();
+  return parsed;
+}
+
 // What one request shape sets on a handle; a handle of a mix gets it again
-// whenever its connection sends another entry than the last.
-void apply_entry(CURL* h, const TargetSpec& target, curl_slist* headers) {
+// whenever its connection sends another entry than the last. `parsed`, when
+// given, must outlive the handle's requests.
+void apply_entry(CURL* h, const TargetSpec& target, curl_slist* headers, CURLU* parsed = nullptr) {
   curl_easy_setopt(h, CURLOPT_URL, target.url.c_str());
+  curl_easy_setopt(h, CURLOPT_CURLU, parsed);  // takes precedence over the string
   curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, nullptr);
   curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);  // undoes the last entry's NOBODY or POST
   set_method_and_body(h, target);
@@ -131,12 +157,12 @@ EasyPtr make_easy(const TargetSpec& target, curl_slist* headers, Nanos timeout,
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, to_ms(timeout));
-  // A gate measures the target, never a proxy picked up from the environment.
+  // A gate measures the target, never a proxy picked up from the environment;
+  // "no proxy for any host" also spares the environment lookups per request.
   curl_easy_setopt(h, CURLOPT_PROXY, "");
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, count_bytes);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, bytes);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, count_bytes);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, bytes);
   return easy;
 }
 
@@ -149,24 +175,48 @@ bool fails_again_at_once(CURLcode code) {
   return kind.connect + kind.other > 0;
 }
 
+class Worker;
+
+// A few of a thread's connections on one multi handle. libcurl 7.x walks its
+// whole connection cache on every request (once to find an idle connection
+// for the new transfer, once more on each curl_multi_remove_handle): on one
+// multi handle per thread that cost grows with the connections, and at 1000
+// it dominated. Small multi handles keep each walk short.
+struct Group {
+  Worker* worker = nullptr;
+  MultiPtr multi;
+  std::optional<Clock::time_point> due;  // libcurl's next timeout on it
+};
+
+// How many connections share a multi handle: a walk of this many costs less
+// than the request itself; each multi handle costs some memory.
+constexpr int kConnectionsPerMulti = 16;
+
 // One keep-alive connection: an easy handle and the request it has in flight.
 struct Connection {
   Connection(int index_, const std::vector<TargetSpec>& entries) : index(index_), picker(entries) {}
   int index;  // among all the run's connections: its place in the open-model schedule
+  Group* group = nullptr;
   EasyPtr easy;
   WeightedRoundRobin picker;
   size_t entry = 0;              // of the mix, set on the handle
   uint64_t next_k = 0;           // open model: its next request in the schedule
   Clock::time_point started{};   // when the request was (re)added: the actual send
   Clock::time_point intended{};  // open model: when it should have been; else `started`
-  Clock::time_point retry_at{};  // resting after a failure until then
-  uint64_t bytes = 0;            // of the request in flight
-  bool attached = false;         // added to the multi handle
+  uint64_t bytes = 0;            // of the body in flight
+  bool attached = false;         // added to its multi handle
 };
+
+// Headers and bodies, as wrk counts.
+uint64_t bytes_read(const Connection& c) {
+  long header_bytes = 0;
+  curl_easy_getinfo(c.easy.get(), CURLINFO_HEADER_SIZE, &header_bytes);
+  return c.bytes + static_cast<uint64_t>(std::max(header_bytes, 0L));
+}
 
 void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::time_point now,
             bool open_model) {
-  stats.bytes_read += c.bytes;
+  stats.bytes_read += bytes_read(c);
   if (code != CURLE_OK) {
     count_transfer_error(code, stats.errors);
     return;
@@ -181,9 +231,51 @@ void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::ti
   if (open_model) stats.latency_uncorrected.record(now - c.started);
 }
 
+// Owns the epoll descriptor.
+class EpollFd {
+ public:
+  EpollFd() : fd_(epoll_create1(EPOLL_CLOEXEC)) {
+    if (fd_ < 0) throw Error(std::string("cannot create an epoll set: ") + std::strerror(errno));
+  }
+  ~EpollFd() { ::close(fd_); }
+  EpollFd(const EpollFd&) = delete;
+  EpollFd& operator=(const EpollFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// What the epoll set holds for one socket. A connection's socket stays in the
+// set between two of its requests, still waiting for input, where libcurl
+// would take it out and put it back (two epoll_ctl per request); libcurl's
+// sockets come and go through open_socket and close_socket, so that a closed
+// socket's number, reused, starts afresh.
+struct SocketState {
+  Group* group = nullptr;  // whose multi handle it belongs to
+  uint32_t events = 0;     // in the set with these; 0: not in the set
+  bool wanted = false;     // libcurl waits on it
+  bool ours = false;       // opened through open_socket, not yet closed
+};
+
+// A connection resting until `at` (open model: its next intended send; after
+// a failure: the retry), earliest first.
+struct Wake {
+  Clock::time_point at;
+  Connection* c;
+  bool operator>(const Wake& o) const { return at > o.at; }
+};
+
 // One load thread. Built on run()'s thread, so that a setup failure is an Error
 // from run(); afterwards only its own thread touches it until the join, except
 // for the slots it has closed, which are final and read by run()'s thread.
+//
+// libcurl's socket interface, on our own epoll set: libcurl says what each
+// socket waits for (CURLMOPT_SOCKETFUNCTION) and when its next timeout is due
+// (CURLMOPT_TIMERFUNCTION), and each call (curl_multi_socket_action) handles
+// one ready socket, or the transfers whose timers expired. A round of
+// curl_multi_perform + curl_multi_poll instead walks every handle and polls
+// every socket, whatever is ready.
 class Worker {
  public:
   Worker(const LoadPlan& plan, int first_index, int connections, RunWindows windows);
@@ -198,46 +290,81 @@ class Worker {
   const IterationStats& slot(int index) const { return stats_.at(static_cast<size_t>(index)); }
 
  private:
+  static constexpr int kMaxEvents = 256;
+
+  static int on_socket(CURL* easy, curl_socket_t s, int what, void* group, void* socketp);
+  static int on_timer(CURLM* multi, long timeout_ms, void* group);
+  static curl_socket_t open_socket(void* worker, curlsocktype purpose, curl_sockaddr* address);
+  static int close_socket(void* worker, curl_socket_t s);
+  void watch(Group& group, curl_socket_t s, int what);
+  void unwatch(curl_socket_t s);
+  SocketState& state_of(curl_socket_t s);
+  int wait(Clock::time_point now, Clock::time_point until, epoll_event* events);
+  void act(Group& group, curl_socket_t s, int flags);
+  void run_timers(Clock::time_point now);
   void attach(Connection& c, Clock::time_point now);
   void send(Connection& c, Clock::time_point now, Clock::time_point intended);
   void rest(Connection& c, Clock::time_point until);
   void count_never_sent();
-  void collect_completions(Clock::time_point t0);
-  void complete(Connection& c, CURLcode code, Clock::time_point now, Clock::time_point t0);
+  void collect_completions(Group& group);
+  void complete(Connection& c, CURLcode code, Clock::time_point now);
   void attach_rested(Clock::time_point now);
-  int poll_timeout_ms(Clock::time_point now, Clock::time_point end) const;
+  void attach_finished(Clock::time_point now);
 
   std::vector<TargetSpec> entries_;
   std::vector<SlistPtr> headers_;  // one per entry; declared first: outlives the handles
+  std::vector<UrlPtr> urls_;       // the same
   std::optional<ArrivalSchedule> schedule_;
   Clock::time_point t0_{};
-  MultiPtr multi_;
+  EpollFd epoll_;  // declared before the multi handles: their cleanup may still report sockets
+  std::vector<SocketState> sockets_;  // by socket number
+  std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<Connection>> connections_;
-  std::vector<Connection*> resting_;
-  std::vector<IterationStats> stats_;  // one per slot: warm-up, then iterations
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> resting_;
+  std::vector<Connection*> finished_now_;  // to send again once the ready sockets are done
+  std::vector<IterationStats> stats_;      // one per slot: warm-up, then iterations
   RunWindows windows_;
   std::atomic<int> closed_{0};
   std::atomic<bool> finished_{false};
 };
 
 Worker::Worker(const LoadPlan& plan, int first_index, int connections, RunWindows windows)
-    : entries_(requests_of(plan)),
-      multi_(curl_multi_init()),
-      stats_(static_cast<size_t>(windows.slots())),
-      windows_(windows) {
-  if (!multi_) throw Error("cannot create a libcurl multi handle");
-  // Exactly this thread's connections, all kept open between requests: a
-  // finished handle returns its connection to the cache, and the re-added
-  // handle takes it back instead of connecting again.
-  curl_multi_setopt(multi_.get(), CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(connections));
-  curl_multi_setopt(multi_.get(), CURLMOPT_MAXCONNECTS, static_cast<long>(connections));
-  for (const auto& entry : entries_) headers_.push_back(make_header_list(entry));
+    : entries_(requests_of(plan)), stats_(static_cast<size_t>(windows.slots())), windows_(windows) {
+  for (const auto& entry : entries_) {
+    headers_.push_back(make_header_list(entry));
+    urls_.push_back(parse_url(entry.url));
+  }
   if (plan.rate > 0) schedule_.emplace(plan.rate, plan.connections);
   for (int i = 0; i < connections; ++i) {
+    if (i % kConnectionsPerMulti == 0) {
+      auto g = std::make_unique<Group>();
+      g->worker = this;
+      g->multi.reset(curl_multi_init());
+      if (!g->multi) throw Error("cannot create a libcurl multi handle");
+      CURLM* m = g->multi.get();
+      // Exactly its connections, all kept open between requests: a finished
+      // handle returns its connection to the cache, and the re-added handle
+      // takes it back instead of connecting again.
+      long share = std::min(kConnectionsPerMulti, connections - i);
+      curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, share);
+      curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, share);
+      curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, &Worker::on_socket);
+      curl_multi_setopt(m, CURLMOPT_SOCKETDATA, g.get());
+      curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &Worker::on_timer);
+      curl_multi_setopt(m, CURLMOPT_TIMERDATA, g.get());
+      groups_.push_back(std::move(g));
+    }
     auto c = std::make_unique<Connection>(first_index + i, entries_);
+    c->group = groups_.back().get();
     c->easy =
         make_easy(entries_[0], headers_[0].get(), plan.timeout, plan.connect_timeout, &c->bytes);
-    curl_easy_setopt(c->easy.get(), CURLOPT_PRIVATE, c.get());
+    CURL* h = c->easy.get();
+    curl_easy_setopt(h, CURLOPT_CURLU, urls_[0].get());
+    curl_easy_setopt(h, CURLOPT_PRIVATE, c.get());
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, &Worker::open_socket);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, this);
+    curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, &Worker::close_socket);
+    curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, this);
     connections_.push_back(std::move(c));
   }
 }
@@ -245,8 +372,82 @@ Worker::Worker(const LoadPlan& plan, int first_index, int connections, RunWindow
 Worker::~Worker() {
   // Requests still in flight are abandoned, as wrk does: detach before cleanup.
   for (auto& c : connections_) {
-    if (c->attached) curl_multi_remove_handle(multi_.get(), c->easy.get());
+    if (c->attached) curl_multi_remove_handle(c->group->multi.get(), c->easy.get());
   }
+  // Now, while the callbacks can still be told about the cached connections
+  // it closes; the easy handles go after them, as libcurl asks.
+  for (auto& g : groups_) g->multi.reset();
+}
+
+int Worker::on_socket(CURL*, curl_socket_t s, int what, void* group, void*) {
+  auto* g = static_cast<Group*>(group);
+  g->worker->watch(*g, s, what);
+  return 0;
+}
+
+int Worker::on_timer(CURLM*, long timeout_ms, void* group) {
+  auto& due = static_cast<Group*>(group)->due;
+  if (timeout_ms < 0) {
+    due.reset();
+  } else {
+    due = Clock::now() + milliseconds(timeout_ms);
+  }
+  return 0;
+}
+
+curl_socket_t Worker::open_socket(void* worker, curlsocktype, curl_sockaddr* address) {
+  // CLOEXEC, as libcurl's own opener does: a process started meanwhile must not keep them.
+  curl_socket_t s = ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+  if (s >= 0) static_cast<Worker*>(worker)->state_of(s) = SocketState{.ours = true};
+  return s;
+}
+
+int Worker::close_socket(void* worker, curl_socket_t s) {
+  // Closing takes it out of the epoll set (no other descriptor shares it).
+  static_cast<Worker*>(worker)->state_of(s) = SocketState{};
+  return ::close(s);
+}
+
+SocketState& Worker::state_of(curl_socket_t s) {
+  auto at = static_cast<size_t>(s);
+  if (at >= sockets_.size()) sockets_.resize(at + 1);
+  return sockets_[at];
+}
+
+void Worker::watch(Group& group, curl_socket_t s, int what) {
+  if (s < 0) return;
+  SocketState& st = state_of(s);
+  st.group = &group;
+  if (what == CURL_POLL_REMOVE) {
+    st.wanted = false;
+    // A connection's socket stays in the set: its next request most likely
+    // waits for input again. Should input come first (the server closes
+    // it), the event takes it out then.
+    if (!st.ours || st.events != EPOLLIN) unwatch(s);
+    return;
+  }
+  st.wanted = true;
+  uint32_t events =
+      ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+  if (events == st.events) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = s;
+  // A socket closed behind our back left the set by itself and its number
+  // may be back: when the set disagrees with what we know, the other way it is.
+  int op = st.events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+  if (epoll_ctl(epoll_.get(), op, s, &ev) != 0)
+    epoll_ctl(epoll_.get(), op == EPOLL_CTL_MOD ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s, &ev);
+  st.events = events;
+}
+
+void Worker::unwatch(curl_socket_t s) {
+  SocketState& st = state_of(s);
+  if (st.events) {
+    epoll_event ev{};
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s, &ev);
+  }
+  st.events = 0;
 }
 
 void Worker::run(Clock::time_point t0, const std::atomic<bool>& stop,
@@ -254,6 +455,7 @@ void Worker::run(Clock::time_point t0, const std::atomic<bool>& stop,
   const auto end = t0 + windows_.end();
   t0_ = t0;
   for (auto& c : connections_) attach(*c, Clock::now());
+  epoll_event events[kMaxEvents];
   for (;;) {
     auto now = Clock::now();
     if (now >= end) count_never_sent();  // before the last slot is published
@@ -261,13 +463,68 @@ void Worker::run(Clock::time_point t0, const std::atomic<bool>& stop,
     // a later one: the slots before it are final and can be published.
     closed_.store(windows_.slot_of(now - t0), std::memory_order_release);
     if (now >= end || stop.load(std::memory_order_relaxed) || abort.load()) break;
-    int running = 0;
-    curl_multi_perform(multi_.get(), &running);
-    collect_completions(t0);
-    attach_rested(Clock::now());
-    curl_multi_poll(multi_.get(), nullptr, 0, poll_timeout_ms(Clock::now(), end), nullptr);
+    attach_finished(now);
+    attach_rested(now);
+    // The transfers just added start on a timer of 0, set after `now`: a
+    // fresh clock sees it due, rather than a sleep that would let another
+    // process have the core first.
+    run_timers(Clock::now());
+    int n = wait(Clock::now(), end, events);
+    for (int i = 0; i < n; ++i) {
+      curl_socket_t s = events[i].data.fd;
+      SocketState& st = state_of(s);
+      if (!st.wanted || !st.group) {
+        unwatch(s);  // kept in the set between requests, and input came
+        continue;
+      }
+      uint32_t ev = events[i].events;
+      int flags = ((ev & (EPOLLIN | EPOLLHUP)) ? CURL_CSELECT_IN : 0) |
+                  ((ev & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                  ((ev & EPOLLERR) ? CURL_CSELECT_ERR : 0);
+      act(*st.group, s, flags);
+    }
   }
   finished_.store(true, std::memory_order_release);
+}
+
+// Sleeps until a socket is ready, libcurl's next timeout, the next resting
+// connection's wake-up or `until`, at most kMaxPoll; to the nanosecond where
+// the kernel has epoll_pwait2 (5.11+): the open model's send times depend on it.
+int Worker::wait(Clock::time_point now, Clock::time_point until, epoll_event* events) {
+  auto wake = std::min(until, now + kMaxPoll);
+  for (const auto& g : groups_) {
+    if (g->due) wake = std::min(wake, *g->due);
+  }
+  if (!resting_.empty()) wake = std::min(wake, resting_.top().at);
+  if (!finished_now_.empty()) wake = now;
+  auto wait_ns = std::max<Nanos>(Nanos::zero(), wake - now);
+  timespec ts{static_cast<time_t>(wait_ns.count() / 1'000'000'000),
+              static_cast<long>(wait_ns.count() % 1'000'000'000)};
+  int n = epoll_pwait2(epoll_.get(), events, kMaxEvents, &ts, nullptr);
+  if (n < 0 && errno == ENOSYS) {
+    // Rounded up: waking early would only spin.
+    auto ms = std::chrono::ceil<milliseconds>(wait_ns).count();
+    n = epoll_wait(epoll_.get(), events, kMaxEvents, static_cast<int>(ms));
+  }
+  return std::max(n, 0);  // EINTR: just loop
+}
+
+void Worker::act(Group& group, curl_socket_t s, int flags) {
+  int running = 0;
+  curl_multi_socket_action(group.multi.get(), s, flags, &running);
+  collect_completions(group);
+}
+
+// The groups whose timeout is due: transfers just added, and timeouts.
+void Worker::run_timers(Clock::time_point now) {
+  for (auto& g : groups_) {
+    if (!g->due || *g->due > now) continue;
+    // libcurl reports a timeout only when it changes; should this action
+    // find nothing expired yet (its clock rounds to the millisecond), look
+    // again in a millisecond rather than never.
+    g->due = now + milliseconds(1);
+    act(*g, CURL_SOCKET_TIMEOUT, 0);
+  }
 }
 
 // Sends the connection's next request: at once in the closed model; in the
@@ -282,7 +539,8 @@ void Worker::attach(Connection& c, Clock::time_point now) {
 
 void Worker::send(Connection& c, Clock::time_point now, Clock::time_point intended) {
   size_t entry = c.picker.next();
-  if (entry != c.entry) apply_entry(c.easy.get(), entries_[entry], headers_[entry].get());
+  if (entry != c.entry)
+    apply_entry(c.easy.get(), entries_[entry], headers_[entry].get(), urls_[entry].get());
   c.entry = entry;
   // Latency runs from here to the moment its completion is read, on our own
   // steady clock rather than libcurl's timers, so that every engine measures
@@ -296,13 +554,13 @@ void Worker::send(Connection& c, Clock::time_point now, Clock::time_point intend
     if (late && slot < windows_.slots()) ++stats_[static_cast<size_t>(slot)].late;
   }
   c.bytes = 0;
-  c.attached = curl_multi_add_handle(multi_.get(), c.easy.get()) == CURLM_OK;
+  // The transfer starts on its multi handle's next timeout action (a timer of 0).
+  c.attached = curl_multi_add_handle(c.group->multi.get(), c.easy.get()) == CURLM_OK;
   if (!c.attached) rest(c, now + kRetryDelay);
 }
 
 void Worker::rest(Connection& c, Clock::time_point until) {
-  c.retry_at = until;
-  resting_.push_back(&c);
+  resting_.push(Wake{until, &c});
 }
 
 // Requests intended before the end that never went out, because the target
@@ -315,48 +573,43 @@ void Worker::count_never_sent() {
   }
 }
 
-void Worker::collect_completions(Clock::time_point t0) {
+void Worker::collect_completions(Group& group) {
   int queued = 0;
-  while (CURLMsg* msg = curl_multi_info_read(multi_.get(), &queued)) {
+  while (CURLMsg* msg = curl_multi_info_read(group.multi.get(), &queued)) {
     if (msg->msg != CURLMSG_DONE) continue;
     auto now = Clock::now();  // the request's end, read as soon as it is known
     CURL* easy = msg->easy_handle;
     CURLcode code = msg->data.result;  // msg dies with the removal below
     Connection* c = nullptr;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, &c);
-    complete(*c, code, now, t0);
+    complete(*c, code, now);
   }
 }
 
-void Worker::complete(Connection& c, CURLcode code, Clock::time_point now, Clock::time_point t0) {
-  int slot = windows_.slot_of(now - t0);
+void Worker::complete(Connection& c, CURLcode code, Clock::time_point now) {
+  int slot = windows_.slot_of(now - t0_);
   // Past the end of the run: abandoned like the requests still in flight.
   if (slot < windows_.slots())
     record(stats_[static_cast<size_t>(slot)], c, code, now, schedule_.has_value());
-  curl_multi_remove_handle(multi_.get(), c.easy.get());
+  curl_multi_remove_handle(c.group->multi.get(), c.easy.get());
   c.attached = false;
-  if (!fails_again_at_once(code)) {
-    attach(c, now);  // same handle, same connection: keep-alive
-    return;
-  }
-  c.retry_at = now + kRetryDelay;
-  resting_.push_back(&c);
+  if (fails_again_at_once(code)) return rest(c, now + kRetryDelay);
+  // Same handle, a kept-alive connection; sent with the others that finished
+  // in this round, once the ready sockets are all done.
+  finished_now_.push_back(&c);
+}
+
+void Worker::attach_finished(Clock::time_point now) {
+  for (Connection* c : finished_now_) attach(*c, now);
+  finished_now_.clear();
 }
 
 void Worker::attach_rested(Clock::time_point now) {
-  auto rested = std::partition(resting_.begin(), resting_.end(),
-                               [now](const Connection* c) { return c->retry_at > now; });
-  std::vector<Connection*> ready(rested, resting_.end());
-  resting_.erase(rested, resting_.end());
-  for (Connection* c : ready) attach(*c, now);
-}
-
-int Worker::poll_timeout_ms(Clock::time_point now, Clock::time_point end) const {
-  auto wake = std::min(end, now + kMaxPoll);
-  for (const Connection* c : resting_) wake = std::min(wake, c->retry_at);
-  // Rounded up: waking a fraction of a millisecond early would only spin.
-  auto wait = std::chrono::ceil<milliseconds>(wake - now);
-  return static_cast<int>(std::max<int64_t>(0, wait.count()));
+  while (!resting_.empty() && resting_.top().at <= now) {
+    Connection* c = resting_.top().c;
+    resting_.pop();
+    attach(*c, now);
+  }
 }
 
 }  // namespace

@@ -99,6 +99,46 @@ TEST(CurlEngine, CountsWhatTheServerServedAndLabelsEachIteration) {
   EXPECT_GT(total.bytes_read, total.responses * 13 * 2);
 }
 
+// More connections than one multi handle holds (the engine spreads a thread's
+// connections over several): every one sends, none is lost or counted twice.
+TEST(CurlEngine, KeepsManyConnectionsBusy) {
+  DemoServer server({});
+  LoadPlan plan = plan_for(server.url());
+  plan.threads = 1;
+  plan.connections = 40;
+  plan.iterations = 1;
+  plan.discard = 0;
+  LoadResult result = run(plan);
+  IterationStats total = everything(result);
+  ASSERT_GT(total.responses, uint64_t(plan.connections));
+  EXPECT_EQ(total.errors.total(), 0u);
+  EXPECT_EQ(total.statuses.of_class(2), total.responses);
+  uint64_t served = server.requests_served();
+  EXPECT_GE(served, total.responses);
+  EXPECT_LE(served - total.responses, uint64_t(plan.connections));
+  // The status line and headers count, not only the 13-byte bodies.
+  EXPECT_GT(total.bytes_read, total.responses * 13 * 2);
+}
+
+TEST(CurlEngine, CountsRequestsPastTheTimeoutAsTimeouts) {
+  DemoServer server(dials([](DemoServerOptions& o) {
+    o.delay = 300ms;
+    o.delay_every = 1;
+  }));
+  LoadPlan plan = plan_for(server.url());
+  plan.threads = 1;
+  plan.connections = 2;
+  plan.timeout = 50ms;
+  plan.warmup = 0s;
+  plan.duration = 400ms;
+  plan.iterations = 1;
+  plan.discard = 0;
+  IterationStats total = everything(run(plan));
+  EXPECT_EQ(total.responses, 0u);
+  EXPECT_GT(total.errors.timeout, 0u);
+  EXPECT_EQ(total.errors.total(), total.errors.timeout);
+}
+
 TEST(CurlEngine, ReportsEachIterationAsItEnds) {
   DemoServer server({});
   LoadPlan plan = plan_for(server.url());

@@ -9,14 +9,15 @@
 
 namespace perfgate {
 
-/// The libcurl engine, closed model: `threads` threads, each driving its share
-/// of `connections` keep-alive easy handles on its own multi handle. Serves
-/// whatever libcurl serves (plain HTTP, HTTPS, HTTP/2).
+/// The libcurl engine, closed or open model: `threads` threads, each driving its
+/// share of `connections` keep-alive easy handles through libcurl's socket
+/// interface on its own epoll set (on multi handles of a few connections each).
+/// Serves whatever libcurl serves (plain HTTP, HTTPS, HTTP/2).
 class CurlEngine : public LoadEngine {
  public:
   std::string_view name() const override { return "curl"; }
-  /// Throws Error for a plan it cannot run (open model, no connections) or when
-  /// libcurl cannot be set up; request failures are counted, never thrown.
+  /// Throws Error for a plan it cannot run (see check_plan()) or when libcurl
+  /// cannot be set up; request failures are counted, never thrown.
   LoadResult run(const LoadPlan& plan, const std::atomic<bool>& stop,
                  const IterationCallback& on_iteration) override;
 };
