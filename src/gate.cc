@@ -269,13 +269,21 @@ std::vector<std::string> preflight(const Profile& profile) {
 }
 
 // A window without a single response means the target went away mid-run: no
-// figure of that run describes the service.
-void require_responses(const LoadResult& load, const std::string& url) {
+// figure of that run describes the service. Unless the load machine was
+// saturated and nothing failed either: then a starved load thread (or service)
+// may have stalled through the window, and the run is inconclusive, not an error.
+void require_responses(const LoadResult& load, const std::string& url, Saturation& saturation) {
   for (const auto* it : load.kept()) {
     if (it->stats.responses > 0) continue;
-    throw Error("no response from " + redacted_url(url) + " in iteration " +
-                std::to_string(it->index + 1) + " (" + std::to_string(it->stats.errors.total()) +
-                " socket errors)");
+    uint64_t errors = it->stats.errors.total();
+    std::string what = "no response from " + redacted_url(url) + " in iteration " +
+                       std::to_string(it->index + 1) + " (" + std::to_string(errors) +
+                       " socket errors)";
+    if (errors > 0) throw Error(what);
+    if (!saturation.saturated)
+      throw Error(what + ": the target hung, or the load machine stalled through the window");
+    saturation.reasons.push_back(what + ", on a saturated load machine");
+    spdlog::warn("load machine saturated: {}", saturation.reasons.back());
   }
 }
 
@@ -496,10 +504,10 @@ MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostF
   auto started_at = utc_now();
   Measurement m = measure_load(profile, stop, start_at);
   if (m.aborted) throw Error("interrupted by a signal; the service was stopped");
-  require_responses(m.load, profile.target.url);
   MeasuredRun out;
   out.record = make_record(profile, m, ci, host, started_at);
   out.record.saturation = judge_saturation(profile, m);
+  require_responses(m.load, profile.target.url, out.record.saturation);
   out.record.verdict = out.record.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
   out.figures = run_figures(m.load.iterations, service_cpu(m.windows));
   out.host_summary = host_summary(m, out.figures.summary);
@@ -605,9 +613,9 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     auto selection = choose_baseline(options, store, profile, partial.ci, host);
     Measurement m = measure_load(profile, stop, start_at);
     if (m.aborted) record_aborted(options, store, profile, m, partial, host);
-    require_responses(m.load, profile.target.url);
     RunRecord rec = make_record(profile, m, partial.ci, host, partial.started_at);
     rec.saturation = judge_saturation(profile, m);
+    require_responses(m.load, profile.target.url, rec.saturation);
     RunFigures now = run_figures(m.load.iterations, service_cpu(m.windows));
     GateResult result = judge_and_store(options, store, profile, selection, std::move(rec), now);
     result.host_summary = host_summary(m, now.summary);

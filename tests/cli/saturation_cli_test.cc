@@ -171,5 +171,35 @@ TEST(OpenModelSaturationCliTest, RateNotAchievedIsASaturationReason) {
   EXPECT_TRUE(rate) << result["saturation"].dump();
 }
 
+// A window without one response or error: the target hung (every request takes
+// 3 s, under the 5 s timeout, so the first kept window of 1 s has nothing), or
+// the load machine stalled. Which of the two, the saturation rules tell.
+testing::CommandResult run_against_hung_target(const std::string& saturation) {
+  TempDir dir;
+  DemoServerProcess hung({"--delay", "3s", "--delay-every", "1"});
+  testing::write_file(dir / "profile.json", profile_text(saturation));
+  return testing::run_command({testing::perfgate_binary(), "run", (dir / "profile.json").string(),
+                               "--store", (dir / "perfgate.db").string()},
+                              {{"TARGET_PORT", std::to_string(hung.port())}});
+}
+
+TEST(StalledWindowCliTest, AnEmptyWindowOnAQuietMachineIsAnError) {
+  auto r = run_against_hung_target(kNeverSaturated);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("in iteration 2 (0 socket errors): the target hung, or the load machine "
+                       "stalled through the window"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(StalledWindowCliTest, AnEmptyWindowOnASaturatedMachineIsInconclusive) {
+  // No host has all its memory available: every window is saturated.
+  auto r = run_against_hung_target(R"(,
+  "saturation": { "memory_available": "100%" })");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("saturated: no response from"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("on a saturated load machine"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace perfgate
