@@ -550,6 +550,18 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   return result;
 }
 
+// What a run knows before its load: enough for the error reports of a run
+// that ends before a verdict.
+static GateResult before_the_load(const Profile& profile, const RunOptions& options,
+                                  const EnvLookup& env) {
+  GateResult partial;
+  partial.profile_name = profile.name;
+  partial.profile_hash = profile.hash;
+  partial.started_at = utc_now();
+  partial.ci = read_ci_context(options.ci, env);
+  return partial;
+}
+
 // `run --shard I/N`: this machine's share of the load, measured and written for
 // `perfgate merge`, not judged: a share says nothing against the whole
 // profile's baseline. Nothing is stored; the merged run is.
@@ -559,11 +571,7 @@ static ExitStatus run_shard(const RunOptions& options, const Profile& whole, con
   if (options.json_path.empty())
     throw Error("--shard " + spec.text() + ": needs --json PATH, the file perfgate merge reads");
   Profile profile = shard_profile(whole, spec);
-  GateResult partial;
-  partial.profile_name = profile.name;
-  partial.profile_hash = profile.hash;
-  partial.started_at = utc_now();
-  partial.ci = read_ci_context(options.ci, env);
+  GateResult partial = before_the_load(profile, options, env);
   try {
     auto started = Clock::now();
     auto start_at = start_time(options);
@@ -598,11 +606,7 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
                     const std::atomic<bool>& stop) {
   Profile profile = load_profile(options.profile_path, env);
   if (options.shard) return run_shard(options, profile, env, out, stop);
-  GateResult partial;
-  partial.profile_name = profile.name;
-  partial.profile_hash = profile.hash;
-  partial.started_at = utc_now();
-  partial.ci = read_ci_context(options.ci, env);
+  GateResult partial = before_the_load(profile, options, env);
   try {
     auto started = Clock::now();
     auto start_at = start_time(options);

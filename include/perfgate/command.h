@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,11 @@ void register_report_command(CommandSet& commands);     // report_command.cc: re
 void register_history_command(CommandSet& commands);    // history, compare, accept, reject
 void register_calibrate_command(CommandSet& commands);  // calibrate_command.cc
 void register_merge_command(CommandSet& commands);      // merge_command.cc: shards into one run
+
+struct RunOptions;
+/// The flags `run` and `merge` share: store, report files, CI context, baseline
+/// choice, --no-record (run_command.cc).
+void add_gate_options(CLI::App* command, const std::shared_ptr<RunOptions>& options);
 
 /// Parses a duration flag; throws Error("-d: must be a duration like \"10s\", got ...").
 Nanos duration_flag(const std::string& flag, const std::string& text);
