@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "epoll_set.h"
 #include "perfgate/arrival_schedule.h"
 #include "perfgate/error.h"
 #include "perfgate/fd_limit.h"
@@ -231,21 +232,6 @@ void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::ti
   if (open_model) stats.latency_uncorrected.record(now - c.started);
 }
 
-// Owns the epoll descriptor.
-class EpollFd {
- public:
-  EpollFd() : fd_(epoll_create1(EPOLL_CLOEXEC)) {
-    if (fd_ < 0) throw Error(std::string("cannot create an epoll set: ") + std::strerror(errno));
-  }
-  ~EpollFd() { ::close(fd_); }
-  EpollFd(const EpollFd&) = delete;
-  EpollFd& operator=(const EpollFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // What the epoll set holds for one socket. A connection's socket stays in the
 // set between two of its requests, still waiting for input, where libcurl
 // would take it out and put it back (two epoll_ctl per request); libcurl's
@@ -316,7 +302,7 @@ class Worker {
   std::vector<UrlPtr> urls_;       // the same
   std::optional<ArrivalSchedule> schedule_;
   Clock::time_point t0_{};
-  EpollFd epoll_;  // declared before the multi handles: their cleanup may still report sockets
+  EpollSet epoll_;  // declared before the multi handles: their cleanup may still report sockets
   std::vector<SocketState> sockets_;  // by socket number
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<Connection>> connections_;
@@ -488,8 +474,7 @@ void Worker::run(Clock::time_point t0, const std::atomic<bool>& stop,
 }
 
 // Sleeps until a socket is ready, libcurl's next timeout, the next resting
-// connection's wake-up or `until`, at most kMaxPoll; to the nanosecond where
-// the kernel has epoll_pwait2 (5.11+): the open model's send times depend on it.
+// connection's wake-up or `until`, at most kMaxPoll.
 int Worker::wait(Clock::time_point now, Clock::time_point until, epoll_event* events) {
   auto wake = std::min(until, now + kMaxPoll);
   for (const auto& g : groups_) {
@@ -497,16 +482,7 @@ int Worker::wait(Clock::time_point now, Clock::time_point until, epoll_event* ev
   }
   if (!resting_.empty()) wake = std::min(wake, resting_.top().at);
   if (!finished_now_.empty()) wake = now;
-  auto wait_ns = std::max<Nanos>(Nanos::zero(), wake - now);
-  timespec ts{static_cast<time_t>(wait_ns.count() / 1'000'000'000),
-              static_cast<long>(wait_ns.count() % 1'000'000'000)};
-  int n = epoll_pwait2(epoll_.get(), events, kMaxEvents, &ts, nullptr);
-  if (n < 0 && errno == ENOSYS) {
-    // Rounded up: waking early would only spin.
-    auto ms = std::chrono::ceil<milliseconds>(wait_ns).count();
-    n = epoll_wait(epoll_.get(), events, kMaxEvents, static_cast<int>(ms));
-  }
-  return std::max(n, 0);  // EINTR: just loop
+  return epoll_.wait(events, kMaxEvents, wake - now);
 }
 
 void Worker::act(Group& group, curl_socket_t s, int flags) {

@@ -11,6 +11,7 @@
 #include <queue>
 #include <utility>
 
+#include "epoll_set.h"
 #include "native_socket.h"
 #include "perfgate/arrival_schedule.h"
 #include "perfgate/error.h"
@@ -107,7 +108,7 @@ class Worker {
 
   const Shared& shared_;
   int first_index_;  // of its first connection among the run's
-  Fd epoll_;
+  EpollSet epoll_;
   std::vector<std::unique_ptr<Conn>> conns_;
   uint64_t answered_after_end_ = 0;  // responses past the last window: served, not counted
   std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
@@ -123,11 +124,9 @@ class Worker {
 Worker::Worker(const Shared& shared, int first_index, int count, RunWindows windows)
     : shared_(shared),
       first_index_(first_index),
-      epoll_(epoll_create1(EPOLL_CLOEXEC)),
       stats_(static_cast<size_t>(windows.slots())),
       windows_(windows),
       buffer_(kReadBufferBytes) {
-  if (!epoll_) throw Error(std::string("cannot create an epoll set: ") + std::strerror(errno));
   for (int i = 0; i < count; ++i)
     conns_.push_back(std::make_unique<Conn>(first_index + i, shared.entries));
 }
@@ -160,21 +159,11 @@ void Worker::run(Clock::time_point t0, const std::atomic<bool>& stop,
   finished_.store(true, std::memory_order_release);
 }
 
-// Sleeps until an event, the next wake-up or `until`, to the nanosecond where
-// the kernel has epoll_pwait2 (5.11+): the open model's send times depend on it.
+// Sleeps until an event, the next wake-up or `until`, at most kMaxPoll.
 int Worker::wait(Clock::time_point now, Clock::time_point until, epoll_event* events) {
   auto wake = std::min(until, now + kMaxPoll);
   if (!wakes_.empty()) wake = std::min(wake, wakes_.top().first);
-  auto wait_ns = std::max<Nanos>(Nanos::zero(), wake - now);
-  timespec ts{static_cast<time_t>(wait_ns.count() / 1'000'000'000),
-              static_cast<long>(wait_ns.count() % 1'000'000'000)};
-  int n = epoll_pwait2(epoll_.get(), events, kMaxEvents, &ts, nullptr);
-  if (n < 0 && errno == ENOSYS) {
-    // Rounded up: waking early would only spin.
-    auto ms = std::chrono::ceil<milliseconds>(wait_ns).count();
-    n = epoll_wait(epoll_.get(), events, kMaxEvents, static_cast<int>(ms));
-  }
-  return std::max(n, 0);  // EINTR: just loop
+  return epoll_.wait(events, kMaxEvents, wake - now);
 }
 
 IterationStats* Worker::stats_at(Clock::time_point now) {
