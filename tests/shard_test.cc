@@ -210,5 +210,31 @@ TEST(ShardTest, AShardFileRoundTrips) {
   EXPECT_THROW(read_shard_file(path), Error);
 }
 
+// Each way a file is not a shard this perfgate reads names the file.
+TEST(ShardTest, UnreadableShardFilesNameTheFile) {
+  testing::TempDir dir;
+  auto expect_named = [](const std::filesystem::path& path, const std::string& what) {
+    try {
+      read_shard_file(path);
+      ADD_FAILURE() << "read " << path;
+    } catch (const Error& e) {
+      std::string message = e.what();
+      EXPECT_EQ(message.rfind(path.string() + ": ", 0), 0u) << message;
+      EXPECT_NE(message.find(what), std::string::npos) << message;
+    }
+  };
+  expect_named(dir.path() / "absent.json", "cannot read");
+  auto future = dir.path() / "future.json";
+  auto doc = nlohmann::json{{"shard", shard_json(shard_of(1, 2, 1000, 2))}};
+  doc["shard"]["format"] = 2;
+  testing::write_file(future, doc.dump());
+  expect_named(future, "shard format 2, this perfgate reads format 1");
+  auto bad_index = dir.path() / "bad-index.json";
+  doc["shard"]["format"] = 1;
+  doc["shard"]["index"] = 3;
+  testing::write_file(bad_index, doc.dump());
+  expect_named(bad_index, "shard 3/2 is not I/N");
+}
+
 }  // namespace
 }  // namespace perfgate
