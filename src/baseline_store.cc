@@ -61,7 +61,7 @@ constexpr std::string_view kRunColumns =
     "id, created_at, profile_name, profile_hash, profile_json, commit_sha, branch, "
     "baseline_branch, pipeline_id, ci_provider, host_json, engine, threads, connections, "
     "verdict, saturated, saturation_json, status, kind, review, review_reason, review_by, "
-    "review_at";
+    "review_at, pair";
 
 constexpr std::string_view kIterationColumns =
     "idx, discarded, duration_ns, responses, bytes_read, err_connect, err_read, err_write, "
@@ -86,15 +86,15 @@ int64_t insert_run(Db db, const RunRecord& run) {
                  "INSERT INTO runs (created_at, profile_name, profile_hash, profile_json, "
                  "commit_sha, branch, baseline_branch, pipeline_id, ci_provider, host_key, "
                  "host_json, engine, threads, connections, verdict, saturated, saturation_json, "
-                 "status, eligible, kind, review, review_reason, review_by, review_at) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "status, eligible, kind, review, review_reason, review_by, review_at, pair) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   stmt.bind_all(run.created_at.empty() ? utc_now() : run.created_at, run.profile_name,
                 run.profile_hash, run.profile_json, run.ci.commit, run.ci.branch,
                 run.ci.baseline_branch, run.ci.pipeline_id, run.ci.provider, run.host.key(),
                 nlohmann::json(run.host.fields).dump(), run.engine, run.threads, run.connections,
                 to_string(run.verdict), run.saturation.saturated, saturation_json(run.saturation),
                 run.status, run.eligible_as_baseline(), run.kind, run.review.state,
-                run.review.reason, run.review.by, run.review.at);
+                run.review.reason, run.review.by, run.review.at, run.pair);
   stmt.run();
   return sqlite3_last_insert_rowid(db.handle);
 }
@@ -178,6 +178,7 @@ RunRecord read_run(Db db, Statement& row) {
   run.status = col.text();
   run.kind = col.text();
   run.review = {col.text(), col.text(), col.text(), col.text()};
+  run.pair = col.text();
   read_json_columns(db, host_json, saturation_json, run);
   return run;
 }
@@ -321,6 +322,15 @@ std::optional<RunRecord> BaselineStore::run(int64_t id) {
   Db db{db_.get(), path_};
   Statement stmt(db, "SELECT " + std::string(kRunColumns) + " FROM runs WHERE id = ?");
   stmt.bind_all(id);
+  return first_run_with_iterations(db, stmt);
+}
+
+std::optional<RunRecord> BaselineStore::paired_partner(const RunRecord& run) {
+  if (run.pair.empty()) return std::nullopt;
+  Db db{db_.get(), path_};
+  Statement stmt(db, "SELECT " + std::string(kRunColumns) +
+                         " FROM runs WHERE pair = ? AND id != ? ORDER BY id LIMIT 1");
+  stmt.bind_all(run.pair, run.id);
   return first_run_with_iterations(db, stmt);
 }
 

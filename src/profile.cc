@@ -110,6 +110,20 @@ Profile parse_profile(std::string_view text, const std::string& source_name, con
   return profile;
 }
 
+Profile paired_baseline_side(const Profile& profile) {
+  if (!profile.paired) throw Error(profile.source.string() + ": not a paired profile");
+  const PairedSpec& paired = *profile.paired;
+  Profile side = profile;
+  auto to_baseline = [&](TargetSpec& t) {
+    t.url = paired.origin + t.url.substr(url_origin(t.url).size());
+  };
+  to_baseline(side.target);
+  for (auto& request : side.requests) to_baseline(request);
+  side.service = paired.service;
+  side.paired.reset();
+  return side;
+}
+
 ThresholdSet default_thresholds() {
   ThresholdSet set;
   set["throughput_rps"].warn_pct = 3.0;

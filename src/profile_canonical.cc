@@ -36,17 +36,22 @@ static json run_shape(const Profile& p) {
   for (const auto& request : p.requests) mix.push_back(request_shape(request));
   json target = request_shape(p.target);
   if (!mix.empty()) target["requests"] = mix;
-  return {{"target", target},
-          {"load",
-           {{"threads", p.load.threads},
-            {"connections", p.load.connections},
-            {"duration", p.load.duration.count()},
-            {"warmup", p.load.warmup.count()},
-            {"rate", p.load.rate},
-            {"engine", p.load.engine},
-            {"timeout", p.load.timeout.count()},
-            {"connect_timeout", p.load.connect_timeout.count()}}},
-          {"repeat", {{"count", p.repeat.count}, {"discard", p.repeat.discard}}}};
+  json shape = {{"target", target},
+                {"load",
+                 {{"threads", p.load.threads},
+                  {"connections", p.load.connections},
+                  {"duration", p.load.duration.count()},
+                  {"warmup", p.load.warmup.count()},
+                  {"rate", p.load.rate},
+                  {"engine", p.load.engine},
+                  {"timeout", p.load.timeout.count()},
+                  {"connect_timeout", p.load.connect_timeout.count()}}},
+                {"repeat", {{"count", p.repeat.count}, {"discard", p.repeat.discard}}}};
+  // Paired runs alternate with another service: another test than a run alone.
+  if (p.paired)
+    shape["paired"] = {{"baseline", {{"origin", p.paired->origin}}},
+                       {"leg_warmup", p.paired->leg_warmup.count()}};
+  return shape;
 }
 
 /// Values written with `${...}` enter the hash as written, so that the
@@ -196,6 +201,11 @@ std::string redacted_profile_json(const Profile& p) {
                      {"drift_window", p.baseline.drift_window},
                      {"confidence", percent_text(p.baseline.confidence)}};
   if (!p.redact.empty()) out["redact"] = p.redact;
+  if (p.paired) {
+    json baseline = {{"origin", redacted_url(p.paired->origin)}, {"commit", p.paired->commit}};
+    if (p.paired->service) baseline["service"] = service_json(*p.paired->service);
+    out["paired"] = {{"baseline", baseline}, {"leg_warmup", format_duration(p.paired->leg_warmup)}};
+  }
   return dump(out);
 }
 

@@ -43,6 +43,7 @@ class Problems {
   /// A value already reported (an unset variable) would only repeat itself.
   void mute(std::string path) { muted_.push_back(std::move(path)); }
   bool empty() const { return problems_.empty(); }
+  size_t size() const { return problems_.size(); }
 
   std::vector<ProfileProblem> by_line() && {
     std::stable_sort(problems_.begin(), problems_.end(),

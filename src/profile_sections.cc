@@ -1,14 +1,17 @@
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "profile_sections.h"
 
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 11> kRootKeys = {
-    "$schema",    "name",    "description", "target",   "load",  "repeat",
-    "thresholds", "service", "saturation",  "baseline", "redact"};
+constexpr std::array<std::string_view, 12> kRootKeys = {
+    "$schema",    "name",    "description", "target",   "load",   "repeat",
+    "thresholds", "service", "saturation",  "baseline", "redact", "paired"};
+constexpr std::array<std::string_view, 2> kPairedKeys = {"baseline", "leg_warmup"};
+constexpr std::array<std::string_view, 3> kPairedBaselineKeys = {"origin", "service", "commit"};
 constexpr std::array<std::string_view, 3> kBaselineKeys = {"window", "drift_window", "confidence"};
 constexpr std::array<std::string_view, 8> kLoadKeys = {
     "threads", "connections", "duration", "warmup", "rate", "engine", "timeout", "connect_timeout"};
@@ -209,6 +212,70 @@ BaselineSpec read_baseline(const Section& root) {
   return spec;
 }
 
+// The fewest kept pairs whose signed-rank test can reach p < 1 - confidence at
+// all: with n pairs all one way the exact two-sided p is 2 / 2^n.
+int min_pairs(double confidence_pct) {
+  double alpha = 1 - confidence_pct / 100;
+  int n = 1;
+  while (2.0 / std::pow(2.0, n) >= alpha) ++n;
+  return n;
+}
+
+void check_origin(const Section& b, const std::string& origin, const Profile& p) {
+  std::string path = origin.substr(url_origin(origin).size());
+  if (!path.empty() && path != "/") {
+    b.problem("origin",
+              "must be an origin like \"http://127.0.0.1:8081\" (no path: every "
+              "request keeps its own), got " +
+                  json_quoted(origin));
+    return;
+  }
+  auto scheme = [](const std::string& url) { return url.substr(0, url.find("://")); };
+  if (scheme(origin) != scheme(p.target.url))
+    b.problem("origin", "must use the target's scheme (" + scheme(p.target.url) +
+                            "://), so that both sides take the same engine, got " +
+                            json_quoted(origin));
+  std::string candidate = url_origin(p.target.url);
+  if (url_origin(origin) == candidate)
+    b.problem("origin", "is the target's own origin; the baseline build must answer elsewhere");
+  for (const auto& request : p.requests)
+    if (url_origin(request.url) != candidate)
+      b.problem("origin",
+                "paired mode sends every request to both origins, so every request "
+                "must be on the target's origin (" +
+                    candidate + "), got " + json_quoted(redacted_url(request.url)));
+}
+
+// `paired`: read after target, requests, repeat and baseline, which it checks against.
+std::optional<PairedSpec> read_paired(const Section& root, const Profile& p) {
+  Section s = root.object("paired");
+  if (!s.present()) return std::nullopt;
+  s.reject_unknown(kPairedKeys);
+  PairedSpec spec;
+  spec.leg_warmup = s.duration("leg_warmup", true, kMaxWarmup).value_or(spec.leg_warmup);
+  int kept = p.repeat.count - p.repeat.discard;
+  int needed = min_pairs(p.baseline.confidence);
+  if (kept > 0 && kept < needed)
+    s.problem("", "needs at least " + std::to_string(needed) + " kept pairs to ever fail at " +
+                      percent_text(p.baseline.confidence) + " confidence, got " +
+                      std::to_string(kept) + " (repeat.count - repeat.discard)");
+  if (!s.require("baseline")) return spec;
+  Section b = s.object("baseline");
+  b.reject_unknown(kPairedBaselineKeys);
+  size_t before = b.problems().size();
+  if (b.require("origin")) spec.origin = read_url(b, "origin");
+  if (!spec.origin.empty() && b.problems().size() == before) {  // a URL, then an origin
+    check_origin(b, spec.origin, p);
+    spec.origin = url_origin(spec.origin);
+  }
+  spec.commit = b.string("commit").value_or("");
+  TargetSpec side = p.target;
+  if (!spec.origin.empty())
+    side.url = spec.origin + p.target.url.substr(url_origin(p.target.url).size());
+  spec.service = read_service(b, side);
+  return spec;
+}
+
 std::vector<std::string> read_redact(const Section& root) {
   if (!root.has("redact")) return {};
   auto names = root.string_list("redact");
@@ -239,6 +306,7 @@ Profile read_profile(const Doc& doc, Problems& problems, const std::filesystem::
   profile.saturation = read_saturation(root);
   profile.baseline = read_baseline(root);
   profile.redact = read_redact(root);
+  profile.paired = read_paired(root, profile);
   return profile;
 }
 

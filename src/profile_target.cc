@@ -154,14 +154,6 @@ void read_http_options(const Section& s, TargetSpec& target) {
     s.problem("http_version", "must be \"1.1\" or \"2\", got " + json_quoted(target.http_version));
 }
 
-// "https://host:8080/a/b?q" -> "https://host:8080".
-std::string origin_of(const std::string& url) {
-  size_t start = url.find("://");
-  if (start == std::string::npos) return url;
-  size_t end = url.find_first_of("/?#", start + 3);
-  return end == std::string::npos ? url : url.substr(0, end);
-}
-
 std::string entry_url(const Section& e, const TargetSpec& base) {
   if (e.has("url") && e.has("path")) e.problem("path", "give either url or path, not both");
   if (e.has("url")) return read_url(e, "url");
@@ -169,7 +161,7 @@ std::string entry_url(const Section& e, const TargetSpec& base) {
   if (!path) return base.url;
   if (path->empty() || (*path)[0] != '/')
     e.problem("path", "must start with \"/\", got " + json_quoted(*path));
-  return origin_of(base.url) + *path;
+  return url_origin(base.url) + *path;
 }
 
 TargetSpec read_request(const Section& e, const TargetSpec& base,
@@ -229,3 +221,14 @@ std::vector<TargetSpec> read_requests(const Section& root, const TargetSpec& bas
 }
 
 }  // namespace perfgate::profile_detail
+
+namespace perfgate {
+
+std::string url_origin(const std::string& url) {
+  size_t start = url.find("://");
+  if (start == std::string::npos) return url;
+  size_t end = url.find_first_of("/?#", start + 3);
+  return end == std::string::npos ? url : url.substr(0, end);
+}
+
+}  // namespace perfgate

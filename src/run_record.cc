@@ -137,8 +137,15 @@ RunRecord run_from(const json& j) {
     run.review = {r.at("state").get<std::string>(), r.at("reason").get<std::string>(),
                   r.at("by").get<std::string>(), r.at("at").get<std::string>()};
   }
-  if (run.kind != "gate" && run.kind != "calibration")
-    throw Error("kind must be \"gate\" or \"calibration\", got \"" + run.kind + "\"");
+  run.pair = j.value("pair", std::string());
+  bool paired = run.kind == "paired" || run.kind == "paired-baseline";
+  if (run.kind != "gate" && run.kind != "calibration" && !paired)
+    throw Error(
+        "kind must be \"gate\", \"calibration\", \"paired\" or \"paired-baseline\", got \"" +
+        run.kind + "\"");
+  if (paired == run.pair.empty())
+    throw Error(paired ? "a " + run.kind + " run needs its pair key"
+                       : "a " + run.kind + " run has no pair key, got \"" + run.pair + "\"");
   if (!run.review.state.empty() && run.review.state != "accepted" && run.review.state != "rejected")
     throw Error("review.state must be \"accepted\", \"rejected\" or \"\", got \"" +
                 run.review.state + "\"");
@@ -180,6 +187,7 @@ std::string to_json_line(const RunRecord& run, bool with_id) {
               {"at", run.review.at}}},
             {"host_samples", run.host_samples_json},
             {"iterations", iterations}};
+  if (!run.pair.empty()) j["pair"] = run.pair;
   if (with_id) j["id"] = run.id;
   return j.dump();
 }

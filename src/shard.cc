@@ -192,6 +192,10 @@ ShardSpec parse_shard_spec(std::string_view text) {
 }
 
 Profile shard_profile(const Profile& profile, ShardSpec spec) {
+  if (profile.paired)
+    throw Error(profile.source.string() +
+                ": paired: a paired run alternates two services on one machine; it cannot be "
+                "sharded");
   if (profile.service && !profile.service->command.empty())
     throw Error(profile.source.string() +
                 ": service.command: a sharded run cannot start its own service (each shard "

@@ -74,13 +74,21 @@ void migrate_v2_to_v3(Db db) {
   )sql");
 }
 
+// v4: paired runs (issue 5): both sides of a paired run share a key.
+void migrate_v3_to_v4(Db db) {
+  exec(db, R"sql(
+    ALTER TABLE runs ADD COLUMN pair TEXT NOT NULL DEFAULT '';
+    CREATE INDEX runs_pair ON runs (pair) WHERE pair != '';
+  )sql");
+}
+
 using Migration = void (*)(Db);
 
 // migrations()[n] takes a store from schema n to n + 1. A new schema appends a
 // step here and bumps BaselineStore::kSchemaVersion; old steps never change.
 std::span<const Migration> migrations() {
-  static constexpr std::array<Migration, 3> kSteps = {create_schema_v1, migrate_v1_to_v2,
-                                                      migrate_v2_to_v3};
+  static constexpr std::array<Migration, 4> kSteps = {create_schema_v1, migrate_v1_to_v2,
+                                                      migrate_v2_to_v3, migrate_v3_to_v4};
   static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
   return kSteps;
 }

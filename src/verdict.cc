@@ -87,6 +87,18 @@ std::optional<ChangeTest> test_change(const std::vector<double>& now, const Base
     return std::nullopt;
   double level = confidence / 100;
   try {
+    if (base.paired) {
+      auto pairs = estimate_paired_change(now, pooled->second, level);
+      ChangeTest t{pairs.ci_low_pct,
+                   pairs.ci_high_pct,
+                   pairs.p_value,
+                   pairs.p_value < 1 - level,
+                   pairs.n_now,
+                   pairs.n_base,
+                   1,
+                   pairs.method};
+      return t;
+    }
     auto iter = estimate_change(now, pooled->second, level);
     ChangeTest t{iter.ci_low_pct, iter.ci_high_pct, iter.p_value, false, iter.n_now, iter.n_base, 1,
                  iter.method};

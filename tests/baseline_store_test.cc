@@ -180,6 +180,53 @@ TEST(BaselineStore, RoundTripKeepsEveryField) {
   EXPECT_FALSE(store.run(id + 1));
 }
 
+TEST(BaselineStore, PairedRunsKeepTheirPairAndFindTheirPartner) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "perfgate.db");
+  auto base = make_run();
+  base.kind = "paired-baseline";
+  base.pair = "2026-11-30T10:00:00Z/42/0badcafe";
+  auto cand = make_run();
+  cand.kind = "paired";
+  cand.pair = base.pair;
+  store.record(make_run());  // an unpaired run between them changes nothing
+  auto ids = store.record_all({base, cand});
+  auto back = store.run(ids[1]);
+  ASSERT_TRUE(back);
+  expect_same_run(*back, cand);
+  EXPECT_EQ(back->pair, cand.pair);
+  auto partner = store.paired_partner(*back);
+  ASSERT_TRUE(partner);
+  EXPECT_EQ(partner->id, ids[0]);
+  EXPECT_EQ(partner->kind, "paired-baseline");
+  EXPECT_EQ(partner->iterations.size(), base.iterations.size());
+  EXPECT_EQ(store.paired_partner(*partner)->id, ids[1]);
+  EXPECT_FALSE(store.paired_partner(*store.run(1)));
+  // Neither side is ever a baseline of stored-baseline mode.
+  EXPECT_FALSE(cand.eligible_as_baseline());
+  EXPECT_FALSE(base.eligible_as_baseline());
+  // The pair key survives export and import, where row ids do not.
+  auto line = to_json_line(*back);
+  EXPECT_EQ(run_from_json_line(line).pair, cand.pair);
+  EXPECT_EQ(to_json_line(*store.run(1)).find("\"pair\""), std::string::npos);
+}
+
+TEST(BaselineStore, ImportRefusesAPairedKindWithoutItsKey) {
+  auto run = make_run();
+  run.kind = "paired";
+  run.pair = "k";
+  auto line = to_json_line(run);
+  EXPECT_EQ(run_from_json_line(line).kind, "paired");
+  auto without = line;
+  without.replace(without.find(R"("pair":"k",)"), 11, "");
+  EXPECT_THROW(run_from_json_line(without), Error);
+  auto other = line;
+  other.replace(other.find(R"("kind":"paired")"), 15, R"("kind":"gate")");
+  EXPECT_THROW(run_from_json_line(other), Error);
+  other.replace(other.find(R"("kind":"gate")"), 13, R"("kind":"pairs")");
+  EXPECT_THROW(run_from_json_line(other), Error);
+}
+
 TEST(BaselineStore, FillsCreatedAtWhenEmpty) {
   TempDir dir;
   auto store = BaselineStore::open(dir / "perfgate.db");

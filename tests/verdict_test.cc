@@ -245,6 +245,67 @@ TEST(VerdictTest, SaturatedPassIsStillInconclusive) {
   EXPECT_EQ(judge(figures(1000, 10), nullptr, limits(), s).verdict, Verdict::kWarn);
 }
 
+// Paired mode: both sides drift together from one pair to the next (the runner's
+// neighbours come and go), while the candidate is a steady 7 % slower within each pair.
+struct PairedRuns {
+  RunFigures now;
+  BaselineSample base;
+};
+PairedRuns drifting_pairs(double ratio) {
+  PairedRuns p;
+  for (int i = 0; i < 8; ++i) {
+    double level = 1000 + 60 * i;  // 1000 .. 1420 req/s, pair by pair
+    p.base.pooled.values["throughput_rps"].push_back(level);
+    // Each pair a little off the ratio, differently: no ties among the ratios.
+    p.now.values["throughput_rps"].push_back(level * ratio * (1 + 0.001 * (i - 3.5)));
+  }
+  p.base.pooled.summary["throughput_rps"] = 1210;
+  p.now.summary["throughput_rps"] = 1210 * ratio;
+  p.base.paired = true;
+  return p;
+}
+
+TEST(VerdictTest, PairedRatiosSeeAChangeThatDriftHides) {
+  ThresholdSet t;
+  t["throughput_rps"].fail_pct = 5;
+  auto p = drifting_pairs(0.93);
+  auto j = judge(p.now, &p.base, t, {});
+  const auto& c = check(j, "throughput_rps");
+  ASSERT_TRUE(c.test);
+  EXPECT_NE(c.test->method.find("wilcoxon-signed-rank"), std::string::npos) << c.test->method;
+  EXPECT_NEAR(c.test->p_value, 2.0 / 256, 1e-12);  // all 8 pairs one way, exact
+  EXPECT_NEAR(c.test->ci_low_pct, -7.2, 0.2);
+  EXPECT_NEAR(c.test->ci_high_pct, -6.8, 0.2);
+  EXPECT_EQ(c.test->n_now, 8);
+  EXPECT_EQ(c.test->n_base, 8);
+  EXPECT_EQ(j.verdict, Verdict::kFail) << c.message;
+  // The same values as independent samples: the drift swamps the 7 %.
+  p.base.paired = false;
+  auto unpaired = judge(p.now, &p.base, t, {});
+  EXPECT_GT(check(unpaired, "throughput_rps").test->p_value, 0.05);
+  EXPECT_EQ(unpaired.verdict, Verdict::kWarn);
+}
+
+TEST(VerdictTest, PairedSidesThatAgreePass) {
+  ThresholdSet t;
+  t["throughput_rps"].warn_pct = 3;
+  t["throughput_rps"].fail_pct = 5;
+  auto p = drifting_pairs(1.0);
+  auto j = judge(p.now, &p.base, t, {});
+  EXPECT_EQ(j.verdict, Verdict::kPass) << check(j, "throughput_rps").message;
+  EXPECT_GT(check(j, "throughput_rps").test->p_value, 0.5);
+}
+
+TEST(VerdictTest, PairedSidesOfUnequalLengthHaveNoTest) {
+  ThresholdSet t;
+  t["throughput_rps"].fail_pct = 5;
+  auto p = drifting_pairs(0.5);
+  p.base.pooled.values["throughput_rps"].pop_back();
+  auto j = judge(p.now, &p.base, t, {});
+  EXPECT_FALSE(check(j, "throughput_rps").test);
+  EXPECT_EQ(j.verdict, Verdict::kFail);  // the limit alone decides, as without iterations
+}
+
 TEST(VerdictTest, ExitCodesAndOrdering) {
   EXPECT_EQ(to_int(exit_status_of(Verdict::kPass)), 0);
   EXPECT_EQ(to_int(exit_status_of(Verdict::kFail)), 1);

@@ -50,12 +50,15 @@ class BaselineStore {
   void set_review(int64_t id, const Review& review);
   /// One run by id, iterations loaded; nullopt when there is none.
   std::optional<RunRecord> run(int64_t id);
+  /// The other side of a paired run (same pair key), iterations loaded; nullopt
+  /// for a run that is not paired or whose partner is gone.
+  std::optional<RunRecord> paired_partner(const RunRecord& run);
   /// Runs, newest first, without iterations (for history listings). An empty
   /// `profile_name` lists every profile; `limit` <= 0 lists them all.
   std::vector<RunRecord> runs(const std::string& profile_name = "", int limit = 100);
   int64_t run_count();
 
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   int schema_version();
   const std::filesystem::path& path() const { return path_; }
   /// The open connection, for store maintenance (store_maintenance.cc), which

@@ -76,6 +76,16 @@ struct BaselineSpec {
   double confidence = 95;  // % level of the intervals; a fail needs p < 1 - confidence
 };
 
+/// Paired mode (`paired` in the profile), for runners too noisy for stored
+/// baselines: the profile's target and service are the candidate; this is the
+/// build it is measured against, in alternating windows on the same machine.
+struct PairedSpec {
+  std::string origin;                  // "http://127.0.0.1:8081": every request, sent here
+  std::optional<ServiceSpec> service;  // the baseline build, started or watched like `service`
+  std::string commit;                  // the baseline build's commit, for the store; may be ""
+  Nanos leg_warmup = std::chrono::milliseconds(250);  // after each switch, before the window
+};
+
 struct Profile {
   std::string name;
   std::string description;
@@ -89,6 +99,7 @@ struct Profile {
   SaturationSpec saturation;
   BaselineSpec baseline;
   std::vector<std::string> redact;  // more header names whose values are never written
+  std::optional<PairedSpec> paired;
 
   /// SHA-256 (hex) of what changes results: target, load and repeat, before
   /// environment substitution (a rotated token or another port is the same test).
@@ -129,6 +140,13 @@ EnvLookup process_environment();
 /// Throws ProfileError listing every problem, or Error when unreadable.
 Profile load_profile(const std::filesystem::path& path, const EnvLookup& env);
 Profile parse_profile(std::string_view text, const std::string& source_name, const EnvLookup& env);
+
+/// Paired mode's baseline side: `profile` with every request sent to
+/// `paired->origin` and the paired service as its service. Requires `paired`.
+Profile paired_baseline_side(const Profile& profile);
+
+/// "https://host:8080/a/b?q" -> "https://host:8080".
+std::string url_origin(const std::string& url);
 
 /// The defaults documented in the README, used when a profile has no `thresholds`.
 ThresholdSet default_thresholds();

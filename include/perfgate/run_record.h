@@ -37,7 +37,10 @@ struct RunRecord {
   Verdict verdict = Verdict::kPass;
   Saturation saturation;
   std::string status = "complete";  // "complete" or "aborted"
-  std::string kind = "gate";        // "gate" or "calibration" (never a baseline)
+  /// "gate"; "calibration" (A/A runs); "paired" (a paired run's candidate) or
+  /// "paired-baseline" (the build it ran beside). Only gate runs become baselines.
+  std::string kind = "gate";
+  std::string pair;  // paired runs: the key both sides share; "" otherwise
   Review review;
   std::vector<Iteration> iterations;  // discarded ones included, histograms too
   /// The service's CPU seconds per iteration (service_cpu_s[i] for

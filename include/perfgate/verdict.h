@@ -29,6 +29,9 @@ struct Saturation {
 struct BaselineSample {
   RunFigures pooled;
   std::map<std::string, std::vector<double>, std::less<>> run_figures;  // metric -> one per run
+  /// Paired mode: pooled's iterations ran side by side with the judged run's, the
+  /// i-th beside the i-th, so the test is on their ratios (signed-rank).
+  bool paired = false;
 };
 
 /// Is a change more than noise? The test behind a relative check (statistics.h).

@@ -1,0 +1,182 @@
+// The `paired` section of a profile (issue 5's paired mode): what it accepts,
+// what it refuses with one line each, and the baseline side it describes.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "perfgate/profile.h"
+#include "perfgate/shard.h"
+
+namespace perfgate {
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+Profile parse(const std::string& text, Vars vars = {}) {
+  EnvLookup env = [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+  return parse_profile(text, "p.json", env);
+}
+
+// A paired profile: `paired` and `extra` spliced into a valid one.
+std::string paired_profile(const std::string& paired, const std::string& extra = "") {
+  return R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/api?x=1"},
+             "repeat": {"count": 8, "discard": 2}, "paired": )" +
+         paired + (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+std::vector<std::string> problems_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const ProfileError& e) {
+    return e.lines();
+  }
+  ADD_FAILURE() << "accepted: " << text;
+  return {};
+}
+
+// The one problem of a profile, which must mention every one of `words`.
+void expect_one_problem(const std::string& text, std::initializer_list<std::string> words) {
+  auto lines = problems_of(text);
+  ASSERT_EQ(lines.size(), 1u) << ::testing::PrintToString(lines);
+  for (const auto& word : words) EXPECT_NE(lines[0].find(word), std::string::npos) << lines[0];
+}
+
+TEST(PairedProfileTest, ReadsTheBaselineBuildAndItsService) {
+  auto p = parse(paired_profile(R"({
+      "baseline": {"origin": "http://127.0.0.1:${BASE_PORT}/", "commit": "abc123",
+                   "service": {"command": ["./old-server", "--port", "${BASE_PORT}"]}},
+      "leg_warmup": "100ms"})"),
+                 {{"BASE_PORT", "8081"}});
+  ASSERT_TRUE(p.paired);
+  EXPECT_EQ(p.paired->origin, "http://127.0.0.1:8081");  // the trailing slash is no path
+  EXPECT_EQ(p.paired->commit, "abc123");
+  EXPECT_EQ(p.paired->leg_warmup, std::chrono::milliseconds(100));
+  ASSERT_TRUE(p.paired->service);
+  EXPECT_EQ(p.paired->service->command.back(), "8081");
+  // Its service is ready when the target's path answers at the baseline's origin.
+  EXPECT_EQ(p.paired->service->ready_url, "http://127.0.0.1:8081/api?x=1");
+}
+
+TEST(PairedProfileTest, DefaultsAndNoServiceOfItsOwn) {
+  auto p = parse(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}})"));
+  ASSERT_TRUE(p.paired);
+  EXPECT_EQ(p.paired->leg_warmup, std::chrono::milliseconds(250));
+  EXPECT_FALSE(p.paired->service);
+  EXPECT_EQ(p.paired->commit, "");
+  EXPECT_FALSE(parse(R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/"}})").paired);
+}
+
+TEST(PairedProfileTest, BaselineSideSendsEveryRequestToTheBaselineOrigin) {
+  auto p = parse(paired_profile(
+      R"({"baseline": {"origin": "http://127.0.0.1:8081", "service": {"command": ["old"]}}})",
+      R"("service": {"command": ["new"]})"));
+  p.requests = {p.target, p.target};
+  p.requests[1].url = "http://127.0.0.1:8080/other/path#frag";
+  Profile side = paired_baseline_side(p);
+  EXPECT_EQ(side.target.url, "http://127.0.0.1:8081/api?x=1");
+  EXPECT_EQ(side.requests[0].url, "http://127.0.0.1:8081/api?x=1");
+  EXPECT_EQ(side.requests[1].url, "http://127.0.0.1:8081/other/path#frag");
+  ASSERT_TRUE(side.service);
+  EXPECT_EQ(side.service->command, std::vector<std::string>{"old"});
+  EXPECT_FALSE(side.paired);
+  // What changes results is the same on both sides: both are stored under one hash.
+  EXPECT_EQ(side.hash, p.hash);
+  EXPECT_EQ(side.load.connections, p.load.connections);
+  Profile plain = parse(R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/"}})");
+  EXPECT_THROW(paired_baseline_side(plain), Error);
+}
+
+TEST(PairedProfileTest, MixOnTheTargetsOriginIsAccepted) {
+  auto p = parse(R"({"name": "t", "repeat": {"count": 8, "discard": 2},
+      "target": {"url": "http://127.0.0.1:8080/", "requests": [{"path": "/a"}, {"path": "/b"}]},
+      "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}}})");
+  Profile side = paired_baseline_side(p);
+  ASSERT_EQ(side.requests.size(), 2u);
+  EXPECT_EQ(side.requests[1].url, "http://127.0.0.1:8081/b");
+}
+
+TEST(PairedProfileTest, RefusesWhatCannotBePaired) {
+  expect_one_problem(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081/v1"}})"),
+                     {"paired.baseline.origin", "no path"});
+  expect_one_problem(paired_profile(R"({"baseline": {"origin": "https://127.0.0.1:8081"}})"),
+                     {"paired.baseline.origin", "the target's scheme (http://)"});
+  expect_one_problem(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8080"}})"),
+                     {"paired.baseline.origin", "the target's own origin"});
+  expect_one_problem(paired_profile(R"({"baseline": {"origin": "ftp://x"}})"),
+                     {"paired.baseline.origin", "ftp"});
+  expect_one_problem(paired_profile(R"({"baseline": {}})"), {"paired.baseline.origin", "required"});
+  expect_one_problem(paired_profile(R"({"leg_warmup": "1s"})"), {"paired.baseline", "required"});
+  expect_one_problem(
+      paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081", "port": 1}})"),
+      {"paired.baseline.port"});
+  expect_one_problem(
+      paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}, "leg_warmup": "-1s"})"),
+      {"paired.leg_warmup"});
+  expect_one_problem(paired_profile(R"("http://127.0.0.1:8081")"), {"paired", "object"});
+  // A request of the mix on another host cannot be sent to "the other build".
+  expect_one_problem(R"({"name": "t", "repeat": {"count": 8, "discard": 2},
+      "target": {"url": "http://127.0.0.1:8080/", "requests": [{"url": "http://10.0.0.1:80/"}]},
+      "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}}})",
+                     {"paired.baseline.origin", "every request", "10.0.0.1"});
+}
+
+TEST(PairedProfileTest, RefusesTooFewPairsToEverFail) {
+  // 5 kept pairs all one way give p = 2/32 = 0.0625: never below 0.05.
+  std::string five = R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/"},
+      "repeat": {"count": 6, "discard": 1},
+      "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}}})";
+  expect_one_problem(five, {"paired", "at least 6 kept pairs", "95%", "got 5"});
+  std::string six = five;
+  six.replace(six.find("\"count\": 6"), 10, "\"count\": 7");
+  EXPECT_NO_THROW(parse(six));
+  // At 99 % it takes 8: 2/256 < 0.01 but 2/128 is not.
+  std::string strict = six;
+  strict.replace(strict.find("\"repeat\""), 0, R"("baseline": {"confidence": "99%"}, )");
+  expect_one_problem(strict, {"at least 8 kept pairs", "99%"});
+}
+
+TEST(PairedProfileTest, PairingIsAnotherTestButThePortIsNot) {
+  auto hash = [](const std::string& paired, Vars vars = {}) {
+    return parse(paired_profile(paired), std::move(vars)).hash;
+  };
+  std::string plain = parse(R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/api?x=1"},
+                               "repeat": {"count": 8, "discard": 2}})")
+                          .hash;
+  std::string templated = R"({"baseline": {"origin": "http://127.0.0.1:${P}"}})";
+  EXPECT_NE(hash(templated, {{"P", "8081"}}), plain);
+  EXPECT_EQ(hash(templated, {{"P", "8081"}}), hash(templated, {{"P", "9999"}}));
+  EXPECT_NE(hash(R"({"baseline": {"origin": "http://127.0.0.1:8081"}, "leg_warmup": "1s"})"),
+            hash(R"({"baseline": {"origin": "http://127.0.0.1:8081"}})"));
+  // The baseline's commit label is not part of the test.
+  EXPECT_EQ(hash(R"({"baseline": {"origin": "http://127.0.0.1:8081", "commit": "a"}})"),
+            hash(R"({"baseline": {"origin": "http://127.0.0.1:8081", "commit": "b"}})"));
+}
+
+TEST(PairedProfileTest, StoredProfileParsesBackToTheSamePairing) {
+  auto p = parse(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081",
+      "commit": "abc", "service": {"command": ["old"], "env": {"API_TOKEN": "s3cret"}}}})"));
+  EXPECT_EQ(p.redacted_json.find("s3cret"), std::string::npos) << p.redacted_json;
+  auto again = parse(p.redacted_json);
+  ASSERT_TRUE(again.paired);
+  EXPECT_EQ(again.paired->origin, p.paired->origin);
+  EXPECT_EQ(again.paired->commit, "abc");
+  EXPECT_EQ(again.paired->leg_warmup, p.paired->leg_warmup);
+  EXPECT_EQ(again.hash, p.hash);
+}
+
+TEST(PairedProfileTest, APairedRunCannotBeSharded) {
+  auto p = parse(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}})"));
+  try {
+    shard_profile(p, parse_shard_spec("1/2"));
+    FAIL() << "sharded a paired profile";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be sharded"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace perfgate
