@@ -84,6 +84,8 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"perfgate: a performance gate for CI pipelines"};
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
+  app.fallthrough();  // `perfgate run P --log-level debug` as well as `perfgate --log-level debug
+                      // run P`
   std::string log_level = "info";
   bool quiet = false;
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")

@@ -11,23 +11,19 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <thread>
+#include <random>
 
+#include "measurement.h"
 #include "perfgate/baseline.h"
 #include "perfgate/baseline_store.h"
 #include "perfgate/console_report.h"
 #include "perfgate/doctor.h"
 #include "perfgate/gitlab_report.h"
 #include "perfgate/host_fingerprint.h"
-#include "perfgate/host_sampler.h"
 #include "perfgate/json_report.h"
 #include "perfgate/junit_report.h"
-#include "perfgate/load_engine.h"
 #include "perfgate/markdown_report.h"
 #include "perfgate/openmetrics_report.h"
-#include "perfgate/progress.h"
-#include "perfgate/saturation.h"
-#include "perfgate/service_process.h"
 
 namespace perfgate {
 namespace {
@@ -50,212 +46,6 @@ std::optional<BaselineStore> open_store(const RunOptions& options) {
   return BaselineStore::open(options.store_path, mode);
 }
 
-std::unique_ptr<ServiceProcess> start_service(const Profile& profile) {
-  if (!profile.service) return nullptr;
-  spdlog::info("starting service: {}", profile.service->command.front());
-  auto service = std::make_unique<ServiceProcess>(*profile.service);
-  service->wait_ready();
-  return service;
-}
-
-// Watches, while the load runs, for what must end it early: a stop signal, or
-// the death of the service perfgate started (every figure after it would be
-// about connection errors, not the service).
-class LoadGuard {
- public:
-  LoadGuard(const std::atomic<bool>& signal, ServiceProcess* service)
-      : signal_(signal), service_(service), thread_([this] { watch(); }) {}
-  ~LoadGuard() { finish(); }
-  LoadGuard(const LoadGuard&) = delete;
-  LoadGuard& operator=(const LoadGuard&) = delete;
-
-  const std::atomic<bool>& stop() const { return stop_; }
-  /// Stops watching; says how the service ended when it died during the load.
-  std::optional<std::string> finish() {
-    done_ = true;
-    if (thread_.joinable()) thread_.join();
-    if (!died_) return std::nullopt;
-    return "service \"" + service_command_ + "\" " + service_->exit_description() +
-           " during the load";
-  }
-
- private:
-  void watch() {
-    if (service_) service_command_ = service_->command();
-    while (!done_) {
-      if (signal_) stop_ = true;
-      if (service_ && !service_->running()) {
-        died_ = true;
-        stop_ = true;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-
-  const std::atomic<bool>& signal_;
-  ServiceProcess* service_;
-  std::string service_command_;
-  std::atomic<bool> stop_{false}, done_{false};
-  bool died_ = false;  // written by the watcher, read after the join
-  std::thread thread_;
-};
-
-// The load and what the host did meanwhile: one window per iteration, in
-// iteration order, measured on the same steady clock as the samples.
-struct Measurement {
-  LoadResult load;
-  std::vector<HostSample> samples;
-  std::vector<WindowSummary> windows;  // index = iteration index, discarded ones included
-  std::vector<std::pair<int64_t, int64_t>> wall_ms;  // per iteration: Unix ms from, to
-  SteadyClock::time_point origin;
-  bool aborted = false;  // SIGINT/SIGTERM stopped the load early
-};
-
-int64_t unix_ms(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-// --start-at: shards on several machines begin their warm-up together, so that
-// their measurement windows overlap. A late start still runs (merge checks the
-// overlap); a start more than an hour away is surely a mistake.
-void wait_for_start(std::optional<WallTime> start_at, const std::atomic<bool>& stop) {
-  if (!start_at) return;
-  using namespace std::chrono;
-  auto ahead = duration_cast<milliseconds>(*start_at - system_clock::now());
-  if (ahead > hours(1)) throw Error("--start-at: " + format_duration(ahead) + " away; at most 1h");
-  if (ahead < milliseconds(-1000)) {
-    spdlog::warn("--start-at passed {} ago; starting now", format_duration(-ahead));
-    return;
-  }
-  spdlog::info("waiting {} for --start-at", format_duration(std::max(ahead, milliseconds(0))));
-  while (!stop && system_clock::now() < *start_at)
-    std::this_thread::sleep_for(
-        std::min<system_clock::duration>(milliseconds(20), *start_at - system_clock::now()));
-}
-
-// The service's root PID: the one perfgate started, else the profile's pid_file
-// or process name for a service running beside perfgate.
-std::optional<pid_t> service_pid(const Profile& profile, const ServiceProcess* started,
-                                 const ProcReader& proc) {
-  if (started) return started->pid();
-  if (!profile.service) return std::nullopt;
-  if (!profile.service->pid_file.empty()) {
-    std::ifstream in(profile.service->pid_file);
-    pid_t pid = 0;
-    if (in >> pid && pid > 0) return pid;
-    spdlog::warn("service.pid_file {}: no PID in it; the service's CPU is not attributed",
-                 profile.service->pid_file);
-  }
-  if (!profile.service->process_name.empty())
-    return proc.find_process(profile.service->process_name);
-  return std::nullopt;
-}
-
-Measurement run_load(const Profile& profile, const std::atomic<bool>& stop,
-                     std::optional<pid_t> service, std::optional<WallTime> start_at) {
-  auto plan = plan_from_profile(profile);
-  auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
-  probe_target(profile.target, profile.load.timeout);
-  wait_for_start(start_at, stop);
-  spdlog::info("load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
-               plan.threads, plan.connections, format_duration(plan.warmup), plan.iterations,
-               format_duration(plan.duration));
-  Measurement m;
-  m.origin = SteadyClock::now();
-  HostSampler sampler(ProcReader("/"), profile.saturation.interval, service);
-  sampler.start();
-  // The engine reports each iteration right after its window closes: that moment,
-  // less the window's length, is the window on the sampler's clock.
-  std::vector<TimeWindow> windows;
-  // A live line on a terminal, timestamped lines in a CI log; none with --quiet.
-  std::optional<Progress> progress;
-  if (spdlog::get_level() <= spdlog::level::info)
-    progress.emplace(std::cerr, progress_style(isatty(STDERR_FILENO), process_environment()),
-                     plan.iterations, plan.warmup + plan.duration * plan.iterations);
-  m.load = engine->run(plan, stop, [&](const Iteration& it) {
-    auto end = SteadyClock::now();
-    auto wall_end = unix_ms(std::chrono::system_clock::now());
-    windows.push_back({end - it.duration, end});
-    m.wall_ms.emplace_back(wall_end - static_cast<int64_t>(to_millis(it.duration)), wall_end);
-    if (progress) progress->on_iteration(it);
-  });
-  if (progress) progress->finish();
-  sampler.stop();
-  m.aborted = stop;
-  m.samples = sampler.samples();
-  for (size_t i = 0; i < windows.size(); ++i)
-    m.windows.push_back(summarize_window(m.samples, windows[i], static_cast<int>(i)));
-  return m;
-}
-
-std::vector<WindowSummary> kept_windows(const Measurement& m) {
-  std::vector<WindowSummary> kept;
-  for (const auto* it : m.load.kept())
-    if (static_cast<size_t>(it->index) < m.windows.size()) kept.push_back(m.windows[it->index]);
-  return kept;
-}
-
-std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>& windows) {
-  std::vector<std::optional<double>> out;
-  for (const auto& w : windows) out.push_back(w.service_cpu_s);
-  return out;
-}
-
-// The open model's rule: when most kept iterations fell short of the asked rate,
-// the run measured a different load than the profile asked for.
-void check_rate_achieved(const LoadResult& load, Saturation& saturation) {
-  auto kept = load.kept();
-  if (kept.empty() || kept.front()->target_rate <= 0) return;
-  std::vector<double> achieved;
-  uint64_t never_sent = 0;
-  size_t short_of = 0;
-  for (const auto* it : kept) {
-    achieved.push_back(it->throughput_rps());
-    never_sent += it->stats.never_sent;
-    if (it->below_target_rate()) ++short_of;
-  }
-  if (short_of * 2 < kept.size()) return;
-  char text[160];
-  std::snprintf(text, sizeof text,
-                "open model: %.0f req/s achieved of the %.0f asked (median), %llu requests "
-                "never sent, in %zu of %zu iterations",
-                median(achieved), kept.front()->target_rate,
-                static_cast<unsigned long long>(never_sent), short_of, kept.size());
-  saturation.saturated = true;
-  saturation.reasons.push_back(text);
-}
-
-Saturation judge_saturation(const Profile& profile, const Measurement& m) {
-  SaturationContext context;
-  context.service_remote = !is_loopback_url(profile.target.url);
-  auto saturation = evaluate_saturation(kept_windows(m), profile.saturation, context);
-  check_rate_achieved(m.load, saturation);
-  for (const auto& reason : saturation.reasons) spdlog::warn("load machine saturated: {}", reason);
-  return saturation;
-}
-
-HostSummary host_summary(const Measurement& m, const MetricSet& metrics) {
-  HostSummary h;
-  h.memory_available_min_pct = 100;
-  for (const auto& w : kept_windows(m)) {
-    h.samples += w.samples;
-    h.host_cpu_mean_pct += w.host_cpu_mean_pct * w.samples;
-    h.host_cpu_max_pct = std::max(h.host_cpu_max_pct, w.host_cpu_max_pct);
-    h.steal_max_pct = std::max(h.steal_max_pct, w.steal_max_pct);
-    h.generator_thread_max_pct = std::max(h.generator_thread_max_pct, w.generator_thread_max_pct);
-    h.foreign_cpu_max_pct = std::max(h.foreign_cpu_max_pct, w.foreign_cpu_max_pct);
-    h.memory_available_min_pct = std::min(h.memory_available_min_pct, w.memory_available_min_pct);
-    if (w.cpu_pressure_max_pct)
-      h.cpu_pressure_max_pct =
-          std::max(h.cpu_pressure_max_pct.value_or(0), *w.cpu_pressure_max_pct);
-  }
-  if (h.samples) h.host_cpu_mean_pct /= h.samples;
-  if (auto it = metrics.find("service_cpu_us_per_request"); it != metrics.end())
-    h.service_cpu_us_per_request = it->second;
-  return h;
-}
-
 // The doctor's checks, quietly (issue 4): recorded in the result, in the log at debug. Its CPU
 // check is left out, since the sampler watches the CPU during the load itself.
 std::vector<std::string> preflight(const Profile& profile) {
@@ -266,25 +56,6 @@ std::vector<std::string> preflight(const Profile& profile) {
     spdlog::debug("doctor: {}", warnings.back());
   }
   return warnings;
-}
-
-// A window without a single response means the target went away mid-run: no
-// figure of that run describes the service. Unless the load machine was
-// saturated and nothing failed either: then a starved load thread (or service)
-// may have stalled through the window, and the run is inconclusive, not an error.
-void require_responses(const LoadResult& load, const std::string& url, Saturation& saturation) {
-  for (const auto* it : load.kept()) {
-    if (it->stats.responses > 0) continue;
-    uint64_t errors = it->stats.errors.total();
-    std::string what = "no response from " + redacted_url(url) + " in iteration " +
-                       std::to_string(it->index + 1) + " (" + std::to_string(errors) +
-                       " socket errors)";
-    if (errors > 0) throw Error(what);
-    if (!saturation.saturated)
-      throw Error(what + ": the target hung, or the load machine stalled through the window");
-    saturation.reasons.push_back(what + ", on a saturated load machine");
-    spdlog::warn("load machine saturated: {}", saturation.reasons.back());
-  }
 }
 
 // The baseline, chosen before the load so that a bad --baseline-run fails fast.
@@ -332,7 +103,7 @@ GateResult assemble(const Profile& profile, const LoadResult& load, const Judgem
   r.notes = selection.notes;
   r.notes.insert(r.notes.end(), judgement.notes.begin(), judgement.notes.end());
   r.confidence = profile.baseline.confidence;
-  if (const auto& b = selection.baseline) {
+  if (const auto& b = selection.baseline; b && !b->run_ids.empty()) {
     r.baseline_run_id = b->run_ids.front();
     r.baseline_commit = b->commits.front();
     r.baseline_run_ids = b->run_ids;
@@ -346,24 +117,6 @@ GateResult assemble(const Profile& profile, const LoadResult& load, const Judgem
   r.totals = load.kept_total();
   r.kept_seconds = to_seconds(load.kept_duration());
   return r;
-}
-
-// The run as the store keeps it, before it is judged.
-RunRecord make_record(const Profile& profile, const Measurement& m, const CiContext& ci,
-                      const HostFingerprint& host, const std::string& started_at) {
-  RunRecord rec;
-  rec.created_at = started_at;
-  rec.profile_name = profile.name;
-  rec.profile_hash = profile.hash;
-  rec.profile_json = profile.redacted_json;
-  rec.ci = ci;
-  rec.host = host;
-  rec.engine = m.load.engine;
-  rec.threads = m.load.threads;
-  rec.connections = m.load.connections;
-  rec.iterations = m.load.iterations;
-  rec.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
-  return rec;
 }
 
 // The gate proper, for a run measured here or merged from shards: judge it
@@ -393,31 +146,6 @@ GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStor
                           ? "no baseline yet: this run becomes the baseline"
                           : "no baseline yet, and this run is not eligible to become one");
   return r;
-}
-
-// No figure of a run whose service died describes the service: no verdict.
-[[noreturn]] void throw_service_death(const std::string& what, const LoadResult& load) {
-  auto total = load.kept_total();
-  throw Error(what + ", after " + std::to_string(load.iterations.size()) + " iterations (" +
-              std::to_string(total.errors.total()) + " socket errors, " +
-              std::to_string(total.responses) + " responses kept); nothing stored");
-}
-
-// The load with the service (when the profile starts one) around it. A service
-// that died during the load ends the run here; a signal is the caller's to handle.
-Measurement measure_load(const Profile& profile, const std::atomic<bool>& stop,
-                         std::optional<WallTime> start_at) {
-  Measurement m;
-  std::optional<std::string> death;
-  {
-    auto service = start_service(profile);
-    LoadGuard guard(stop, service.get());
-    m = run_load(profile, guard.stop(), service_pid(profile, service.get(), ProcReader("/")),
-                 start_at);
-    death = guard.finish();
-  }  // the service stops here, before judging and reporting
-  if (death) throw_service_death(*death, m.load);
-  return m;
 }
 
 std::optional<WallTime> start_time(const RunOptions& options) {
@@ -520,6 +248,25 @@ MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostF
   return out;
 }
 
+// A stored paired run is judged again against its own other side, as it was.
+static BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
+                                          const RunOptions& options) {
+  std::string name = "run " + std::to_string(run.id);
+  auto partner = store.paired_partner(run);
+  if (run.kind == "paired-baseline")
+    throw Error(name + " is the baseline side of a paired run" +
+                (partner ? "; compare its candidate, run " + std::to_string(partner->id) : ""));
+  if (options.baseline_run)
+    throw Error("--baseline-run: " + name +
+                " is paired; it is judged against its own baseline side");
+  if (!partner) throw Error(name + " is paired, and its baseline side is no longer in the store");
+  BaselineSelection selection;
+  selection.baseline = Baseline{{partner->id}, {partner->ci.commit}, {}};
+  selection.baseline->sample.pooled = stored_run_figures(*partner);
+  selection.baseline->sample.paired = true;
+  return selection;
+}
+
 GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& options) {
   auto run = store.run(run_id);
   if (!run) throw Error(store.path().string() + ": no run " + std::to_string(run_id));
@@ -531,7 +278,9 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
                       options.any_host ? "" : run->host.key(), run->id};
   BaselinePolicy policy{profile.baseline.window, profile.baseline.drift_window,
                         options.baseline_run};
-  auto selection = select_baseline(store, query, policy);
+  bool paired = !run->pair.empty();
+  auto selection =
+      paired ? paired_selection(store, *run, options) : select_baseline(store, query, policy);
   const auto& base = selection.baseline;
   const auto& drift = selection.drift_reference;
   auto judgement =
@@ -545,6 +294,10 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   result.ci = run->ci;
   result.host = run->host;
   result.saturation = run->saturation;
+  if (paired)
+    result.notes.push_back("paired run: judged against its baseline side, run " +
+                           std::to_string(*result.baseline_run_id) +
+                           ", on the pair-by-pair ratios");
   result.notes.push_back("judged again from the store (stored verdict: " +
                          std::string(to_string(run->verdict)) + "); nothing was stored");
   return result;
@@ -602,10 +355,112 @@ static ExitStatus run_shard(const RunOptions& options, const Profile& whole, con
   }
 }
 
+// Both sides of a paired run share one key in the store: unique per run, and
+// stable through store export and import, unlike row ids.
+static std::string pair_key(const GateResult& partial) {
+  std::random_device random;
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "%08x", random());
+  return partial.started_at + "/" + std::to_string(::getpid()) + "/" + suffix;
+}
+
+// A paired run's saturation: either side's, each reason naming its side.
+static Saturation paired_saturation(Saturation baseline, Saturation candidate) {
+  Saturation both{baseline.saturated || candidate.saturated, {}};
+  for (auto& r : baseline.reasons) both.reasons.push_back("baseline side: " + r);
+  for (auto& r : candidate.reasons) both.reasons.push_back("candidate side: " + r);
+  return both;
+}
+
+// Paired mode: the profile's target (the candidate) and `paired.baseline` (the
+// build it replaces) measured in turns on this machine, judged on their
+// window-by-window ratios rather than against stored runs; both sides stored
+// under one pair key, neither ever a baseline of stored-baseline mode.
+static ExitStatus run_paired(const RunOptions& options, const Profile& profile,
+                             const EnvLookup& env, std::ostream& out,
+                             const std::atomic<bool>& stop) {
+  if (options.baseline_run)
+    throw Error(
+        "--baseline-run: a paired run is judged against its own baseline side "
+        "(paired.baseline), not a stored run");
+  if (!options.start_at.empty()) throw Error("--start-at: only for shards, not paired runs");
+  GateResult partial = before_the_load(profile, options, env);
+  try {
+    auto started = Clock::now();
+    check_report_paths(options);
+    auto store = open_store(options);
+    auto host = read_host_fingerprint();
+    auto doctor_warnings = preflight(profile);
+    Profile base_profile = paired_baseline_side(profile);
+    auto m = measure_paired(profile, base_profile, stop);
+    if (m.candidate.aborted) record_aborted(options, store, profile, m.candidate, partial, host);
+    RunRecord cand = make_record(profile, m.candidate, partial.ci, host, partial.started_at);
+    CiContext base_ci = partial.ci;
+    base_ci.commit = profile.paired->commit;
+    RunRecord base = make_record(base_profile, m.baseline, base_ci, host, partial.started_at);
+    auto base_saturation = judge_saturation(base_profile, m.baseline);
+    auto cand_saturation = judge_saturation(profile, m.candidate);
+    require_responses(m.baseline.load, base_profile.target.url, base_saturation);
+    require_responses(m.candidate.load, profile.target.url, cand_saturation);
+    cand.saturation = base.saturation = paired_saturation(base_saturation, cand_saturation);
+    cand.kind = "paired";
+    base.kind = "paired-baseline";
+    cand.pair = base.pair = pair_key(partial);
+
+    RunFigures now = run_figures(cand.iterations, service_cpu(m.candidate.windows));
+    BaselineSelection selection;
+    selection.baseline = Baseline{{}, {}, {}};
+    auto& sample = selection.baseline->sample;
+    sample.pooled = run_figures(base.iterations, service_cpu(m.baseline.windows));
+    sample.paired = true;
+    auto judgement =
+        judge(now, &sample, profile.thresholds, cand.saturation, {profile.baseline.confidence});
+    GateResult r = assemble(profile, m.candidate.load, judgement, selection);
+    r.started_at = partial.started_at;
+    r.ci = partial.ci;
+    r.host = host;
+    r.saturation = cand.saturation;
+    r.baseline_commit = base_ci.commit;
+    cand.verdict = r.verdict;
+    base.verdict = base.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
+    PairedSummary paired{redacted_url(base_profile.target.url),
+                         base_ci.commit,
+                         std::nullopt,
+                         cand.pair,
+                         r.iterations_kept,
+                         to_seconds(profile.paired->leg_warmup)};
+    if (options.record) {
+      if (!store) store = BaselineStore::open(options.store_path);
+      auto ids = store->record_all({base, cand});  // one transaction: never half a pair
+      paired.baseline_run_id = ids[0];
+      r.baseline_run_id = ids[0];
+      r.baseline_run_ids = {ids[0]};
+      r.run_id = ids[1];
+      r.recorded = true;
+    } else {
+      r.notes.push_back("not recorded (--no-record)");
+    }
+    r.notes.insert(r.notes.begin(), "paired with " + paired.baseline_url + ": " +
+                                        std::to_string(paired.pairs) +
+                                        " pairs of windows, in turns; judged on their ratios");
+    r.paired = paired;
+    r.host_summary = host_summary(m.candidate, now.summary);
+    r.host_summary.doctor_warnings = doctor_warnings;
+    r.in_flight_at_end = m.candidate.load.in_flight_at_end;
+    r.duration_s = to_seconds(Clock::now() - started);
+    write_reports(options, r, &out);
+    return r.exit_code;
+  } catch (const Error& e) {
+    write_error_reports(options, partial, e.what());
+    throw;
+  }
+}
+
 ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,
                     const std::atomic<bool>& stop) {
   Profile profile = load_profile(options.profile_path, env);
   if (options.shard) return run_shard(options, profile, env, out, stop);
+  if (profile.paired) return run_paired(options, profile, env, out, stop);
   GateResult partial = before_the_load(profile, options, env);
   try {
     auto started = Clock::now();

@@ -162,6 +162,17 @@ json shards_json(const std::vector<ShardSummary>& shards) {
   return out;
 }
 
+// A paired run's other side; null for a run judged against stored runs.
+json paired_json(const std::optional<PairedSummary>& p) {
+  if (!p) return nullptr;
+  return {{"baseline_url", p->baseline_url},
+          {"baseline_commit", p->baseline_commit},
+          {"baseline_run_id", id(p->baseline_run_id)},
+          {"pair", p->pair},
+          {"pairs", p->pairs},
+          {"leg_warmup_s", number(p->leg_warmup_s)}};
+}
+
 json error_json(const GateResult& r) {
   if (r.verdict != Verdict::kError) return nullptr;
   return r.error.empty() ? "no verdict could be made" : r.error;
@@ -209,7 +220,8 @@ json json_report(const GateResult& result) {
               {"host", host_json(result.host)},
               {"notes", result.notes},
               {"error", error_json(result)},
-              {"shards", shards_json(result.shards)}};
+              {"shards", shards_json(result.shards)},
+              {"paired", paired_json(result.paired)}};
   if (result.shard) out["shard"] = shard_json(*result.shard);
   return valid_strings(out);
 }

@@ -28,6 +28,16 @@ struct HostSummary {
   std::vector<std::string> doctor_warnings;          // the preflight's findings
 };
 
+/// Paired mode: the build this run was measured against, window by window.
+struct PairedSummary {
+  std::string baseline_url;                // its target URL, redacted
+  std::string baseline_commit;             // `paired.baseline.commit`; may be ""
+  std::optional<int64_t> baseline_run_id;  // where its side is stored
+  std::string pair;                        // the key both stored runs share
+  int pairs = 0;                           // kept pairs
+  double leg_warmup_s = 0;
+};
+
 /// Everything a reporter needs about one gated run. Reporters are pure
 /// functions of this value, so their output is checked against golden files.
 struct GateResult {
@@ -68,6 +78,7 @@ struct GateResult {
 
   std::optional<ShardFile> shard;    // run --shard: what perfgate merge reads
   std::vector<ShardSummary> shards;  // a merged run's shards, by index; empty otherwise
+  std::optional<PairedSummary> paired;
 };
 
 }  // namespace perfgate
