@@ -51,6 +51,12 @@ nlohmann::json calibration_json(const Calibration& c, const std::vector<int64_t>
 
 int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   Profile profile = load_profile(opt.profile_path, ctx.env);
+  // Calibration measures run-to-run noise for stored baselines; a paired run's own
+  // A/A is a paired run with the same build on both sides.
+  if (profile.paired)
+    throw Error("calibrate: " + opt.profile_path.string() +
+                " is paired; calibrate a profile without its paired section, or run it with "
+                "the same build as paired.baseline to see paired noise");
   auto ci = read_ci_context(opt.ci, ctx.env);
   auto host = read_host_fingerprint();
   std::optional<BaselineStore> store;

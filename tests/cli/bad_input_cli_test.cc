@@ -138,6 +138,14 @@ std::string service(const std::string& command, const std::string& ready) {
                                   R"( }, "repeat":)");
 }
 
+// kGood in paired mode against `origin`, with the fewest pairs that can fail.
+std::string paired(const std::string& origin, const std::string& count = "7") {
+  return with(R"("repeat": { "count": 1, "discard": 0 })",
+              R"("repeat": { "count": )" + count +
+                  R"(, "discard": 1 }, "paired": { "baseline": { "origin": ")" + origin +
+                  R"(" } })");
+}
+
 const std::vector<BadCase>& cases() {
   static const std::vector<BadCase> table = {
       {"malformed_json", R"({ "name": "x",, })", run_args(), "bad.json:1:"},
@@ -212,6 +220,18 @@ const std::vector<BadCase>& cases() {
       {"store_is_a_directory", kGood, {"run", "PROFILE", "--store", "DIR"}, "DIR"},
       {"junit_into_missing_unwritable_path", kGood,
        run_args({"--junit", "/dev/null/reports/junit.xml"}), "/dev/null/reports/junit.xml"},
+      {"paired_baseline_unreachable", paired("http://127.0.0.1:DEAD_PORT"), run_args(),
+       "cannot reach http://127.0.0.1:DEAD_PORT/"},
+      {"paired_origin_with_a_path", paired("http://127.0.0.1:DEAD_PORT/v1"), run_args(),
+       "paired.baseline.origin: must be an origin"},
+      {"paired_too_few_pairs", paired("http://127.0.0.1:DEAD_PORT", "3"), run_args(),
+       "at least 6 kept pairs"},
+      {"paired_sharded", paired("http://127.0.0.1:DEAD_PORT"),
+       run_args({"--shard", "1/2", "--json", "DIR/shard.json"}), "cannot be sharded"},
+      {"calibrate_paired",
+       paired("http://127.0.0.1:DEAD_PORT"),
+       {"calibrate", "PROFILE", "--runs", "2", "--store", "STORE"},
+       "paired"},
       {"store_check_on_text_file", "", {"store", "check", "--store", "TEXT"}, "notes.txt"},
   };
   return table;
