@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "curl_handles.h"
+#include "curl_http1.h"
 #include "epoll_set.h"
 #include "perfgate/arrival_schedule.h"
 #include "perfgate/error.h"
@@ -34,31 +36,14 @@ constexpr milliseconds kMaxPoll{50};
 // sent at all) before it tries again, so that a dead target costs no CPU.
 constexpr milliseconds kRetryDelay{10};
 
-struct EasyCleanup {
-  void operator()(CURL* easy) const { curl_easy_cleanup(easy); }
-};
-struct MultiCleanup {
-  void operator()(CURLM* multi) const { curl_multi_cleanup(multi); }
-};
 struct SlistFree {
   void operator()(curl_slist* list) const { curl_slist_free_all(list); }
 };
 struct UrlCleanup {
   void operator()(CURLU* url) const { curl_url_cleanup(url); }
 };
-using EasyPtr = std::unique_ptr<CURL, EasyCleanup>;
-using MultiPtr = std::unique_ptr<CURLM, MultiCleanup>;
 using SlistPtr = std::unique_ptr<curl_slist, SlistFree>;
 using UrlPtr = std::unique_ptr<CURLU, UrlCleanup>;
-
-// curl_global_init is not thread-safe and must run once per process; doing it
-// on first use keeps it out of static initialisation.
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("cannot initialize libcurl");
-  });
-}
 
 void append(SlistPtr& list, const std::string& line) {
   curl_slist* grown = curl_slist_append(list.get(), line.c_str());
@@ -112,10 +97,6 @@ void set_method_and_body(CURL* easy, const TargetSpec& target) {
   }
 }
 
-long to_ms(Nanos d) {
-  return std::max<long>(1, std::chrono::duration_cast<milliseconds>(d).count());
-}
-
 // The URL parsed once, as libcurl parses it, for handles to share: otherwise
 // libcurl parses it again for every request. Null when it does not parse: the
 // handle then keeps the string, and each request fails as it would have.
@@ -137,9 +118,7 @@ void apply_entry(CURL* h, const TargetSpec& target, curl_slist* headers, CURLU* 
   curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);  // undoes the last entry's NOBODY or POST
   set_method_and_body(h, target);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-  long verify = target.tls_verify ? 1L : 0L;  // off only by the profile's explicit opt-out
-  curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, verify);
-  curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, verify ? 2L : 0L);
+  set_tls_verify(h, target.tls_verify);
   bool tls = target.url.size() >= 8 && std::tolower(target.url[4]) == 's';
   long version = target.http_version != "2" ? CURL_HTTP_VERSION_1_1
                  : tls                      ? CURL_HTTP_VERSION_2TLS
@@ -154,14 +133,8 @@ EasyPtr make_easy(const TargetSpec& target, curl_slist* headers, Nanos timeout,
   if (!easy) throw Error("cannot create a libcurl handle");
   CURL* h = easy.get();
   apply_entry(h, target, headers);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, to_ms(connect_timeout));
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  set_common_options(h, connect_timeout);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, to_ms(timeout));
-  // A gate measures the target, never a proxy picked up from the environment;
-  // "no proxy for any host" also spares the environment lookups per request.
-  curl_easy_setopt(h, CURLOPT_PROXY, "");
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, count_bytes);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, bytes);
   return easy;
@@ -188,10 +161,6 @@ struct Group {
   MultiPtr multi;
   std::optional<Clock::time_point> due;  // libcurl's next timeout on it
 };
-
-// How many connections share a multi handle: a walk of this many costs less
-// than the request itself; each multi handle costs some memory.
-constexpr int kConnectionsPerMulti = 16;
 
 // One keep-alive connection: an easy handle and the request it has in flight.
 struct Connection {
@@ -580,6 +549,23 @@ void Worker::attach_finished(Clock::time_point now) {
   finished_now_.clear();
 }
 
+// libcurl before 8.0.0 sets up HTTP/2 again on a reused prior-knowledge
+// connection (plain http://), and every request after a connection's first
+// fails with "Error in the HTTP2 framing layer" (curl issue 10634, fixed in
+// 8.0.0; Debian 12 has 7.88.1). A run would report that as the service's
+// error rate: refuse it up front instead.
+void refuse_broken_h2c(const std::vector<TargetSpec>& requests) {
+  const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+  if (info->version_num >= 0x080000) return;
+  for (const auto& r : requests) {
+    if (r.http_version == "2" && same_name(std::string_view(r.url).substr(0, 7), "http://"))
+      throw Error("HTTP/2 over plain http:// (" + redacted_url(r.url) +
+                  ") needs libcurl 8.0.0 or later: libcurl " + info->version +
+                  " fails every request after a connection's first (curl issue 10634); "
+                  "use https:// or http_version \"1.1\"");
+  }
+}
+
 void Worker::attach_rested(Clock::time_point now) {
   while (!resting_.empty() && resting_.top().at <= now) {
     Connection* c = resting_.top().c;
@@ -589,6 +575,13 @@ void Worker::attach_rested(Clock::time_point now) {
 }
 
 }  // namespace
+
+void init_curl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("cannot initialize libcurl");
+  });
+}
 
 void count_transfer_error(int curl_code, ErrorCounts& errors) {
   switch (static_cast<CURLcode>(curl_code)) {
@@ -642,6 +635,10 @@ LoadResult CurlEngine::run(const LoadPlan& plan, const std::atomic<bool>& stop,
   check_plan(plan);
   ensure_fd_limit(plan.connections);
   init_curl_once();
+  refuse_broken_h2c(requests_of(plan));
+  // HTTP/1.1 to one origin: libcurl connects, the engine's own bytes and parser
+  // do the exchange (curl_http1.h). The rest takes a libcurl transfer per request.
+  if (curl_http1_serves(requests_of(plan))) return run_curl_http1(plan, stop, on_iteration);
   RunWindows windows{plan.warmup, plan.duration, plan.iterations};
   std::vector<std::unique_ptr<Worker>> workers;
   int first = 0;

@@ -145,6 +145,26 @@ TEST(NativeEngine, ReconnectsWhenTheServerCloses) {
   EXPECT_LE(server.requests_served() - total.responses, uint64_t(plan.connections));
 }
 
+// A chunked response that arrives a few bytes at a time, over connections kept
+// open: each read is parsed where the last one stopped.
+TEST(NativeEngine, ParsesResponsesSplitAcrossManyReads) {
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nHello\r\n8\r\n, world\n\r\n0\r\n\r\n";
+  testing::ScriptedServer server({.response = response, .piece = 7, .pause = 200us});
+  LoadPlan plan = plan_for(server.url());
+  plan.warmup = 0s;
+  plan.iterations = 1;
+  plan.discard = 0;
+  IterationStats total = everything(run(plan));
+  ASSERT_GT(total.responses, 10u);
+  EXPECT_EQ(total.errors.total(), 0u);
+  EXPECT_EQ(total.statuses.of_class(2), total.responses);
+  EXPECT_GE(total.bytes_read, total.responses * response.size());
+  EXPECT_LT(total.bytes_read, (total.responses + plan.connections) * response.size());
+  EXPECT_EQ(server.connections(), uint64_t(plan.connections));
+}
+
 TEST(NativeEngine, StreamsHugeBodiesInFlatMemory) {
   constexpr size_t kBody = 20 * 1024 * 1024;
   DemoServer server(dials([](DemoServerOptions& o) { o.body_bytes = kBody; }));
