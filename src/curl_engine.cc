@@ -248,7 +248,6 @@ class Worker {
   static constexpr int kMaxEvents = 256;
 
   static int on_socket(CURL* easy, curl_socket_t s, int what, void* group, void* socketp);
-  static int on_timer(CURLM* multi, long timeout_ms, void* group);
   static curl_socket_t open_socket(void* worker, curlsocktype purpose, curl_sockaddr* address);
   static int close_socket(void* worker, curl_socket_t s);
   void watch(Group& group, curl_socket_t s, int what);
@@ -305,7 +304,7 @@ Worker::Worker(const LoadPlan& plan, int first_index, int connections, RunWindow
       curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, share);
       curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, &Worker::on_socket);
       curl_multi_setopt(m, CURLMOPT_SOCKETDATA, g.get());
-      curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &Worker::on_timer);
+      curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &store_curl_timer<Group>);
       curl_multi_setopt(m, CURLMOPT_TIMERDATA, g.get());
       groups_.push_back(std::move(g));
     }
@@ -337,16 +336,6 @@ Worker::~Worker() {
 int Worker::on_socket(CURL*, curl_socket_t s, int what, void* group, void*) {
   auto* g = static_cast<Group*>(group);
   g->worker->watch(*g, s, what);
-  return 0;
-}
-
-int Worker::on_timer(CURLM*, long timeout_ms, void* group) {
-  auto& due = static_cast<Group*>(group)->due;
-  if (timeout_ms < 0) {
-    due.reset();
-  } else {
-    due = Clock::now() + milliseconds(timeout_ms);
-  }
   return 0;
 }
 

@@ -49,6 +49,18 @@ inline void set_common_options(CURL* h, Nanos connect_timeout) {
   curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 }
 
+/// CURLMOPT_TIMERFUNCTION for a multi handle whose TIMERDATA is a `Group` with
+/// `std::optional<time_point> due`: when libcurl next wants to be driven.
+template <class Group>
+int store_curl_timer(CURLM*, long timeout_ms, void* group) {
+  auto& due = static_cast<Group*>(group)->due;
+  if (timeout_ms < 0)
+    due.reset();
+  else
+    due = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  return 0;
+}
+
 /// Peer and host verification, off only by the profile's explicit opt-out.
 inline void set_tls_verify(CURL* h, bool verify) {
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, verify ? 1L : 0L);

@@ -135,7 +135,6 @@ class CurlConnections {
   };
 
   static int on_socket(CURL* easy, curl_socket_t s, int what, void* group, void* socketp);
-  static int on_timer(CURLM* multi, long timeout_ms, void* group);
   static curl_socket_t open_socket(void* self, curlsocktype purpose, curl_sockaddr* address);
   static int close_socket(void* self, curl_socket_t s);
   SocketState& state_of(curl_socket_t s);
@@ -173,7 +172,7 @@ void CurlConnections::adopt(Link& link, void* owner) {
     CURLM* m = g->multi.get();
     curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, &CurlConnections::on_socket);
     curl_multi_setopt(m, CURLMOPT_SOCKETDATA, g.get());
-    curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &CurlConnections::on_timer);
+    curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, &store_curl_timer<Group>);
     curl_multi_setopt(m, CURLMOPT_TIMERDATA, g.get());
     groups_.push_back(std::move(g));
   }
@@ -305,16 +304,6 @@ Io CurlConnections::recv(Link& link, char* buffer, size_t size) {
 int CurlConnections::on_socket(CURL*, curl_socket_t s, int what, void* group, void*) {
   auto* g = static_cast<Group*>(group);
   g->self->watch(*g, s, what);
-  return 0;
-}
-
-int CurlConnections::on_timer(CURLM*, long timeout_ms, void* group) {
-  auto& due = static_cast<Group*>(group)->due;
-  if (timeout_ms < 0) {
-    due.reset();
-  } else {
-    due = Clock::now() + milliseconds(timeout_ms);
-  }
   return 0;
 }
 
