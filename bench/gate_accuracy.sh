@@ -171,6 +171,9 @@ paired_scenario() {
 
 echo "gate_accuracy: $PERFGATE, results in $out" >&2
 echo "profile: $THREADS thread x $CONNECTIONS connections, warmup $WARMUP, $COUNT x $DURATION (discard $DISCARD), default thresholds and baseline" >&2
+case " $SCENARIOS " in *" p"*)
+  echo "paired: $PAIRED_COUNT pairs of $DURATION windows (discard $DISCARD), leg warm-up $LEG_WARMUP" >&2 ;;
+esac
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 started="$(date -u +%Y-%m-%dT%H:%MZ)"
 # SUMMARY_ONLY=1 OUT=dir: print the table of an earlier run again, run nothing.
