@@ -262,7 +262,8 @@ TEST_F(RunCliTest, ServiceIsStartedWaitedForAndStopped) {
     "name": "svc", "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
     "load": { "threads": 1, "connections": 2, "duration": "200ms", "warmup": 0 },
     "repeat": { "count": 2, "discard": 0 },
-    "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%" },
+    "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                    "steal": "100%", "memory_available": "0%" },
     "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${TARGET_PORT}"],
                  "ready_url": "http://127.0.0.1:${TARGET_PORT}/health" } })");
   auto r = run(port);
