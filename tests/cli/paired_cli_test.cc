@@ -4,6 +4,8 @@
 // slower than the baseline, far past any noise of this shared machine.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -163,6 +165,16 @@ TEST_F(PairedCliTest, StoredPairIsJudgedAgainAgainstItsOwnBaselineSide) {
   EXPECT_EQ(pinned.exit_code, 3);
   EXPECT_NE(pinned.err.find("judged against its own baseline side"), std::string::npos)
       << pinned.err;
+  // Without its baseline side there is nothing to judge it against.
+  {
+    auto store = BaselineStore::open(store_);
+    sqlite3_exec(store.connection(), ("DELETE FROM runs WHERE id = " + base_id).c_str(), nullptr,
+                 nullptr, nullptr);
+  }
+  auto orphan = perfgate({"compare", cand_id, "--store", store_.string()}, 1, 1);
+  EXPECT_EQ(orphan.exit_code, 3);
+  EXPECT_NE(orphan.err.find("its baseline side is no longer in the store"), std::string::npos)
+      << orphan.err;
   // Neither side can be accepted as a baseline of stored-baseline mode.
   auto accept = perfgate({"accept", cand_id, "--reason", "x", "--store", store_.string()}, 1, 1);
   EXPECT_EQ(accept.exit_code, 3);
