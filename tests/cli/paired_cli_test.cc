@@ -202,6 +202,25 @@ TEST_F(PairedCliTest, StartsAndStopsBothServicesAndChargesEachItsOwnCpu) {
   EXPECT_EQ(testing::http_get(base_port, "/"), "");
 }
 
+TEST_F(PairedCliTest, BaselineServiceThatDiesMidRunEndsItAndStoresNothing) {
+  auto cand_port = testing::unused_port();
+  auto base_port = testing::unused_port();
+  std::string dies = "'" + testing::perfgate_binary() + "' demo-server --port " +
+                     std::to_string(base_port) + " --delay 2ms & sleep 2; exit 7";
+  testing::write_file(profile_, paired_profile(R"(,
+  "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${CAND_PORT}"] })",
+                                               R"(, "service": { "command": ["/bin/sh", "-c", ")" +
+                                                   dies + R"("] })"));
+  auto r = run(cand_port, base_port);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("service \"/bin/sh\" exited with status 7 during the load"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(store_));
+  EXPECT_EQ(testing::http_get(cand_port, "/"), "");  // both services stopped
+  EXPECT_EQ(testing::http_get(base_port, "/"), "");
+}
+
 TEST_F(PairedCliTest, WhatCannotRunPairedExits3AndStoresNothing) {
   testing::write_file(profile_, paired_profile());
   DemoServerProcess cand({"--delay", "1ms"});
