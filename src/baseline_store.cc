@@ -78,7 +78,7 @@ std::string utc_now() {
 }
 
 std::string saturation_json(const Saturation& saturation) {
-  return nlohmann::json{{"reasons", saturation.reasons}}.dump();
+  return nlohmann::json{{"reasons", saturation.reasons}, {"shared", saturation.shared}}.dump();
 }
 
 int64_t insert_run(Db db, const RunRecord& run) {
@@ -146,8 +146,9 @@ void read_json_columns(Db db, const std::string& host, const std::string& satura
                        RunRecord& run) {
   try {
     run.host.fields = nlohmann::json::parse(host).get<std::map<std::string, std::string>>();
-    run.saturation.reasons =
-        nlohmann::json::parse(saturation).value("reasons", std::vector<std::string>{});
+    auto stored = nlohmann::json::parse(saturation);
+    run.saturation.reasons = stored.value("reasons", std::vector<std::string>{});
+    run.saturation.shared = stored.value("shared", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
     throw Error(db.path.string() + ": store is corrupt (run " + std::to_string(run.id) + ": " +
                 e.what() + ")");

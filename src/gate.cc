@@ -267,6 +267,17 @@ static BaselineSelection paired_selection(BaselineStore& store, const RunRecord&
   return selection;
 }
 
+// Says what a paired run's busy host was, and why it does not make it inconclusive.
+static void note_shared_load(const Saturation& saturation, std::vector<std::string>& notes) {
+  if (saturation.shared.empty()) return;
+  std::string text = "busy load machine (";
+  for (size_t i = 0; i < saturation.shared.size(); ++i)
+    text += (i ? "; " : "") + saturation.shared[i];
+  notes.push_back(text +
+                  "): not saturation in paired mode, since both sides ran through it in turns; "
+                  "it blurs their ratios, it does not bias them");
+}
+
 GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& options) {
   auto run = store.run(run_id);
   if (!run) throw Error(store.path().string() + ": no run " + std::to_string(run_id));
@@ -298,6 +309,7 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
     result.notes.push_back("paired run: judged against its baseline side, run " +
                            std::to_string(*result.baseline_run_id) +
                            ", on the pair-by-pair ratios");
+  note_shared_load(run->saturation, result.notes);
   result.notes.push_back("judged again from the store (stored verdict: " +
                          std::string(to_string(run->verdict)) + "); nothing was stored");
   return result;
@@ -366,9 +378,11 @@ static std::string pair_key(const GateResult& partial) {
 
 // A paired run's saturation: either side's, each reason naming its side.
 static Saturation paired_saturation(Saturation baseline, Saturation candidate) {
-  Saturation both{baseline.saturated || candidate.saturated, {}};
+  Saturation both{baseline.saturated || candidate.saturated, {}, {}};
   for (auto& r : baseline.reasons) both.reasons.push_back("baseline side: " + r);
   for (auto& r : candidate.reasons) both.reasons.push_back("candidate side: " + r);
+  for (auto& r : baseline.shared) both.shared.push_back("baseline side: " + r);
+  for (auto& r : candidate.shared) both.shared.push_back("candidate side: " + r);
   return both;
 }
 
@@ -398,8 +412,8 @@ static ExitStatus run_paired(const RunOptions& options, const Profile& profile,
     CiContext base_ci = partial.ci;
     base_ci.commit = profile.paired->commit;
     RunRecord base = make_record(base_profile, m.baseline, base_ci, host, partial.started_at);
-    auto base_saturation = judge_saturation(base_profile, m.baseline);
-    auto cand_saturation = judge_saturation(profile, m.candidate);
+    auto base_saturation = judge_saturation(base_profile, m.baseline, true);
+    auto cand_saturation = judge_saturation(profile, m.candidate, true);
     require_responses(m.baseline.load, base_profile.target.url, base_saturation);
     require_responses(m.candidate.load, profile.target.url, cand_saturation);
     cand.saturation = base.saturation = paired_saturation(base_saturation, cand_saturation);
@@ -443,6 +457,7 @@ static ExitStatus run_paired(const RunOptions& options, const Profile& profile,
     r.notes.insert(r.notes.begin(), "paired with " + paired.baseline_url + ": " +
                                         std::to_string(paired.pairs) +
                                         " pairs of windows, in turns; judged on their ratios");
+    note_shared_load(cand.saturation, r.notes);
     r.paired = paired;
     r.host_summary = host_summary(m.candidate, now.summary);
     r.host_summary.doctor_warnings = doctor_warnings;

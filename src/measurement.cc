@@ -189,12 +189,14 @@ std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>&
   return out;
 }
 
-Saturation judge_saturation(const Profile& profile, const Measurement& m) {
+Saturation judge_saturation(const Profile& profile, const Measurement& m, bool paired_side) {
   SaturationContext context;
   context.service_remote = !is_loopback_url(profile.target.url);
+  context.paired = paired_side;
   auto saturation = evaluate_saturation(kept_windows(m), profile.saturation, context);
   check_rate_achieved(m.load, saturation);
   for (const auto& reason : saturation.reasons) spdlog::warn("load machine saturated: {}", reason);
+  for (const auto& finding : saturation.shared) spdlog::info("load machine busy: {}", finding);
   return saturation;
 }
 

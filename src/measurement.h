@@ -58,7 +58,8 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
                                  const std::atomic<bool>& stop);
 
 /// The saturation rules over the kept windows, and the open model's rate rule.
-Saturation judge_saturation(const Profile& profile, const Measurement& m);
+/// `paired_side`: one side of a paired run, whose busy-host findings are shared.
+Saturation judge_saturation(const Profile& profile, const Measurement& m, bool paired_side = false);
 /// Throws Error for a kept window without a response (see gate.cc's callers).
 void require_responses(const LoadResult& load, const std::string& url, Saturation& saturation);
 /// The service's CPU seconds of each window (nullopt where unknown).

@@ -129,6 +129,8 @@ RunRecord run_from(const json& j) {
   run.verdict = verdict_from(j.at("verdict").get<std::string>());
   run.saturation.saturated = j.at("saturation").at("saturated").get<bool>();
   run.saturation.reasons = j.at("saturation").at("reasons").get<std::vector<std::string>>();
+  // Exports before paired mode's busy-host findings have none.
+  run.saturation.shared = j.at("saturation").value("shared", std::vector<std::string>{});
   run.status = j.at("status").get<std::string>();
   // Exports of schema 2 stores have neither: a gate run nobody reviewed.
   run.kind = j.value("kind", std::string("gate"));
@@ -177,7 +179,9 @@ std::string to_json_line(const RunRecord& run, bool with_id) {
             {"connections", run.connections},
             {"verdict", to_string(run.verdict)},
             {"saturation",
-             {{"saturated", run.saturation.saturated}, {"reasons", run.saturation.reasons}}},
+             {{"saturated", run.saturation.saturated},
+              {"reasons", run.saturation.reasons},
+              {"shared", run.saturation.shared}}},
             {"status", run.status},
             {"kind", run.kind},
             {"review",

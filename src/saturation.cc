@@ -13,7 +13,8 @@ struct Rule {
   std::string what;  // "foreign CPU"
   std::string unit;  // "% of the host"
   double limit = 0;
-  bool below = false;  // memory: the figure must stay above
+  bool below = false;      // memory: the figure must stay above
+  bool busy_host = false;  // the host's load, not perfgate's: shared by a pair's sides
   std::function<std::optional<double>(const WindowSummary&)> figure;
 };
 
@@ -44,19 +45,21 @@ std::optional<std::string> check(const Rule& r, const std::vector<WindowSummary>
 
 std::vector<Rule> rules(const SaturationSpec& spec, const SaturationContext& context) {
   std::vector<Rule> out = {
-      {"load thread at", "% of a core", spec.generator_thread_cpu_pct, false,
+      {"load thread at", "% of a core", spec.generator_thread_cpu_pct, false, false,
        [](const WindowSummary& w) { return std::optional(w.generator_thread_pct); }},
-      {"foreign CPU", "% of the host", spec.foreign_cpu_pct, false,
+      {"foreign CPU", "% of the host", spec.foreign_cpu_pct, false, true,
        [](const WindowSummary& w) { return std::optional(w.foreign_cpu_mean_pct); }},
-      {"CPU steal", "%", spec.steal_pct, false,
+      {"CPU steal", "%", spec.steal_pct, false, true,
        [](const WindowSummary& w) { return std::optional(w.steal_mean_pct); }},
-      {"memory available", "%", spec.memory_available_min_pct, true,
+      // Memory stays saturation in paired mode too: a side's own service may be
+      // what exhausts it, and swapping does not fall evenly on both sides.
+      {"memory available", "%", spec.memory_available_min_pct, true, false,
        [](const WindowSummary& w) { return std::optional(w.memory_available_min_pct); }},
-      {"CPU pressure", "%", spec.cpu_pressure_pct, false,
+      {"CPU pressure", "%", spec.cpu_pressure_pct, false, true,
        [](const WindowSummary& w) { return w.cpu_pressure_max_pct; }},
   };
   if (context.service_remote)
-    out.push_back({"host CPU", "% busy", spec.host_cpu_pct, false,
+    out.push_back({"host CPU", "% busy", spec.host_cpu_pct, false, false,
                    [](const WindowSummary& w) { return std::optional(w.host_cpu_mean_pct); }});
   return out;
 }
@@ -84,7 +87,8 @@ Saturation evaluate_saturation(const std::vector<WindowSummary>& kept, const Sat
                [](const WindowSummary& w) { return w.samples > 0; });
   if (sampled.empty()) return s;  // nothing measured: no claim either way
   for (const auto& rule : rules(spec, context))
-    if (auto reason = check(rule, sampled)) s.reasons.push_back(*reason);
+    if (auto reason = check(rule, sampled))
+      (context.paired && rule.busy_host ? s.shared : s.reasons).push_back(*reason);
   if (auto reason = nic_reason(sampled)) s.reasons.push_back(*reason);
   s.saturated = !s.reasons.empty();
   return s;

@@ -85,6 +85,7 @@ void expect_same_run(const RunRecord& a, const RunRecord& b) {
   EXPECT_EQ(a.verdict, b.verdict);
   EXPECT_EQ(a.saturation.saturated, b.saturation.saturated);
   EXPECT_EQ(a.saturation.reasons, b.saturation.reasons);
+  EXPECT_EQ(a.saturation.shared, b.saturation.shared);
   EXPECT_EQ(a.status, b.status);
   ASSERT_EQ(a.iterations.size(), b.iterations.size());
   for (size_t i = 0; i < a.iterations.size(); ++i)
@@ -170,7 +171,10 @@ TEST(BaselineStore, RoundTripKeepsEveryField) {
   auto store = BaselineStore::open(dir / "perfgate.db");
   auto run = make_run();
   run.verdict = Verdict::kWarn;
-  run.saturation = {true, {"generator thread 0 at 97% of a core", "steal 12%"}};
+  run.saturation = {
+      true,
+      {"generator thread 0 at 97% of a core", "steal 12%"},
+      {"candidate side: foreign CPU 40% of the host (limit 25%) in 3 of 5 iterations"}};
   run.status = "aborted";
   int64_t id = store.record(run);
   auto back = store.run(id);

@@ -52,7 +52,7 @@ TEST_F(StoreFixture, OnlyTheBaselineBranchCounts) {
 TEST_F(StoreFixture, SkipsSaturatedAbortedFailedRejectedAndCalibrationRuns) {
   auto good = store.record(synthetic_run(1, 1000, 2));
   auto saturated = synthetic_run(2, 1000, 2);
-  saturated.saturation = {true, {"steal 12%"}};
+  saturated.saturation = {true, {"steal 12%"}, {}};
   auto aborted = synthetic_run(3, 1000, 2);
   aborted.status = "aborted";
   auto failed = synthetic_run(4, 500, 2);

@@ -49,7 +49,7 @@ TEST(BenchmarkExportTest, OneDirectionPerFile) {
 
 TEST(BenchmarkExportTest, MarksASaturatedRun) {
   RunRecord run = stored_run();
-  run.saturation = {true, {"generator thread 0 at 97% of a core"}};
+  run.saturation = {true, {"generator thread 0 at 97% of a core"}, {}};
   json entries = github_action_benchmark(run, Better::kHigher);
   EXPECT_NE(entries[0]["extra"].get<std::string>().find("saturated"), std::string::npos);
 }

@@ -23,7 +23,7 @@ std::vector<RunRecord> history() {
   for (int n = 1; n <= 12; ++n) {
     RunRecord run = testing::synthetic_run(n, n == 12 ? 18000 : 20000 + 10 * n, 2.0);
     run.id = n;
-    if (n == 11) run.saturation = {true, {"generator thread 0 at 97% of a core"}};
+    if (n == 11) run.saturation = {true, {"generator thread 0 at 97% of a core"}, {}};
     runs.push_back(run);
   }
   return runs;

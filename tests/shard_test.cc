@@ -121,7 +121,7 @@ TEST(ShardTest, MergeAddsCountsAndHistogramsExactly) {
 
 TEST(ShardTest, AnySaturatedShardSaturatesTheMerge) {
   std::vector<ShardFile> shards = {shard_of(1, 2, 1000, 2), shard_of(2, 2, 1000, 2)};
-  shards[1].run.saturation = {true, {"steal 12% (limit 5%)"}};
+  shards[1].run.saturation = {true, {"steal 12% (limit 5%)"}, {}};
   auto merged = merge_shards(shards);
   EXPECT_TRUE(merged.run.saturation.saturated);
   ASSERT_EQ(merged.run.saturation.reasons.size(), 1u);

@@ -84,7 +84,7 @@ TEST(StoreMaintenance, ExportImportRoundTripSkipsDuplicates) {
   TempDir dir;
   auto from = BaselineStore::open(dir / "from.db");
   auto saturated = consistent_run("feature");
-  saturated.saturation = {true, {"steal 30%"}};
+  saturated.saturation = {true, {"steal 30%"}, {"baseline side: CPU steal 8% (limit 5%)"}};
   saturated.host_samples_json = R"({"cpu":[1]})";
   from.record(consistent_run());
   from.record(saturated);
@@ -103,6 +103,7 @@ TEST(StoreMaintenance, ExportImportRoundTripSkipsDuplicates) {
   auto back = to.run(2);
   ASSERT_TRUE(back);
   EXPECT_EQ(to_json_line(*back, false), to_json_line(*from.run(2), false));
+  EXPECT_EQ(back->saturation.shared, saturated.saturation.shared);
   EXPECT_EQ(check_store(to), std::vector<std::string>{});
 }
 

@@ -230,7 +230,7 @@ TEST(VerdictTest, ServiceCostIsGatedWhenTheProfileSetsLimits) {
 
 TEST(VerdictTest, SaturationTurnsFailIntoWarnThatSaysWhy) {
   auto base = baseline(1000, 10);
-  Saturation s{true, {"generator thread 0 at 97% of a core"}};
+  Saturation s{true, {"generator thread 0 at 97% of a core"}, {}};
   auto j = judge(figures(500, 10), &base, limits(), s);
   EXPECT_EQ(j.verdict, Verdict::kWarn);
   const auto& c = check(j, "throughput_rps");
@@ -241,7 +241,7 @@ TEST(VerdictTest, SaturationTurnsFailIntoWarnThatSaysWhy) {
 }
 
 TEST(VerdictTest, SaturatedPassIsStillInconclusive) {
-  Saturation s{true, {"steal 12%"}};
+  Saturation s{true, {"steal 12%"}, {}};
   EXPECT_EQ(judge(figures(1000, 10), nullptr, limits(), s).verdict, Verdict::kWarn);
 }
 

@@ -14,6 +14,8 @@ struct SaturationContext {
   /// The target is not on this host: the host's total CPU is then all load
   /// generator, so a busy host alone proves saturation.
   bool service_remote = false;
+  /// A paired run's side: the busy-host rules go to Saturation::shared.
+  bool paired = false;
 };
 
 /// Applies the saturation rules to the kept iterations' window summaries. A rule

@@ -22,6 +22,11 @@ Verdict worst(Verdict a, Verdict b);
 struct Saturation {
   bool saturated = false;
   std::vector<std::string> reasons;  // "generator thread 0 at 97% of a core"
+  /// Paired mode: a busy host (foreign CPU, steal, CPU pressure) that both sides'
+  /// windows shared. Noted, not saturation: the sides alternate within the same
+  /// minutes, so such noise cancels in their ratios or, hitting one window, only
+  /// blurs a pair; it cannot make a change significant.
+  std::vector<std::string> shared;
 };
 
 /// The baseline as the verdict sees it: pooled per-iteration samples of the

@@ -25,7 +25,11 @@ using testing::TempDir;
 // pair upset by this machine's noise cannot keep a 4x change from significance. No warm-up at all,
 // so that every response the candidate's server gave after perfgate's probes is one perfgate
 // counted. The saturation rules are off: this test is about pairing, not the host.
-std::string paired_profile(const std::string& service = "", const std::string& base_service = "") {
+const char* kSaturationOff = R"({ "foreign_cpu": "100%", "generator_cpu": "100%",
+    "cpu_pressure": "100%", "steal": "100%", "memory_available": "0%" })";
+
+std::string paired_profile(const std::string& service = "", const std::string& base_service = "",
+                           const std::string& saturation = kSaturationOff) {
   return R"({
   "name": "paired-test",
   "target": { "url": "http://127.0.0.1:${CAND_PORT}/" },
@@ -33,8 +37,8 @@ std::string paired_profile(const std::string& service = "", const std::string& b
   "repeat": { "count": 9, "discard": 1 },
   "paired": { "baseline": { "origin": "http://127.0.0.1:${BASE_PORT}", "commit": "0ld" )" +
          base_service + R"( }, "leg_warmup": "0s" },
-  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
-                  "steal": "100%", "memory_available": "0%" },
+  "saturation": )" +
+         saturation + R"(,
   "thresholds": {
     "throughput": { "warn": "30%", "fail": "50%" },
     "latency_p99": { "warn": "50%", "fail": "100%" },
@@ -138,6 +142,32 @@ TEST_F(PairedCliTest, SlowerCandidateFailsOnItsPairsAndBothSidesAreStored) {
   ASSERT_TRUE(result["load"]["in_flight_at_end"].is_number()) << result["load"];
   EXPECT_EQ(cand.requests_served(),
             10 + counted + result["load"]["in_flight_at_end"].get<uint64_t>());
+}
+
+// A busy host falls on both sides' alternating windows: a paired run notes it
+// and still fails a real regression. Limits of 0 % make any foreign CPU, steal
+// or CPU pressure "busy" (a loopback load's softirq time alone is foreign CPU).
+// Memory stays a saturation rule: there 100 % makes every window short of it.
+TEST_F(PairedCliTest, ABusyHostIsNotedWhileLowMemoryStillMakesTheRunInconclusive) {
+  DemoServerProcess base({"--delay", "2ms", "--delay-every", "1"});
+  DemoServerProcess cand({"--delay", "8ms", "--delay-every", "1"});
+  testing::write_file(profile_, paired_profile("", "", R"({ "foreign_cpu": "0%",
+      "cpu_pressure": "0%", "steal": "0%", "generator_cpu": "100%" })"));
+  auto busy = run(cand.port(), base.port());
+  ASSERT_EQ(busy.exit_code, 1) << busy.out << busy.err;
+  auto result = json::parse(testing::read_file(json_));
+  EXPECT_EQ(result["saturation"]["saturated"], false) << result["saturation"];
+  EXPECT_NE(busy.out.find("note: busy load machine ("), std::string::npos) << busy.out;
+
+  testing::write_file(profile_, paired_profile("", "", R"({ "memory_available": "100%",
+      "foreign_cpu": "100%", "cpu_pressure": "100%", "steal": "100%" })"));
+  auto short_of_memory = run(cand.port(), base.port());
+  ASSERT_EQ(short_of_memory.exit_code, 2) << short_of_memory.out << short_of_memory.err;
+  result = json::parse(testing::read_file(json_));
+  EXPECT_EQ(result["saturation"]["saturated"], true);
+  EXPECT_NE(result["saturation"]["reasons"].dump().find("candidate side: memory available"),
+            std::string::npos)
+      << result["saturation"];
 }
 
 TEST_F(PairedCliTest, StoredPairIsJudgedAgainAgainstItsOwnBaselineSide) {

@@ -30,7 +30,7 @@ fs::path make_store(const testing::TempDir& dir) {
   auto store = BaselineStore::open(path);
   for (int n = 1; n <= kRuns; ++n) {
     RunRecord run = testing::synthetic_run(n, 20000 + 50 * (n % 5), 2.0 + 0.05 * (n % 3));
-    if (n == kSaturatedRun) run.saturation = {true, {"generator thread 0 at 97% of a core"}};
+    if (n == kSaturatedRun) run.saturation = {true, {"generator thread 0 at 97% of a core"}, {}};
     store.record(run);
   }
   return path;

@@ -82,7 +82,7 @@ class GateResultBuilder {
   }
 
   GateResultBuilder& saturated(std::vector<std::string> reasons) {
-    result_.saturation = {true, std::move(reasons)};
+    result_.saturation = {true, std::move(reasons), {}};
     return *this;
   }
 
