@@ -5,5 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 shift || true
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFGATE_WERROR=ON "$@" >/dev/null
-cmake --build "$dir" -j"$(nproc)"
+# Ninja where it is installed: unlike make it compiles a stage's units while the
+# stages before it are still being archived, so both cores stay busy. A build
+# folder made before keeps its generator (CMake refuses to switch).
+generator=()
+if [ ! -f "$dir/CMakeCache.txt" ] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
+cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFGATE_WERROR=ON "$@" >/dev/null
+# PERFGATE_BUILD_TARGET=T builds only T (and what it needs).
+cmake --build "$dir" -j"$(nproc)" ${PERFGATE_BUILD_TARGET:+--target "$PERFGATE_BUILD_TARGET"}

@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "perfgate/error.h"
 #include "perfgate/metrics.h"
 

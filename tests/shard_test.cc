@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "perfgate/metrics.h"
 #include "support/run_record_builder.h"
 #include "support/test_support.h"

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>  // keeps json.hpp out of every report and CLI unit
 
 #include "perfgate/profile.h"
 #include "perfgate/run_record.h"
