@@ -33,9 +33,9 @@ function(perfgate_pch target)
 endfunction()
 
 # perfgate_test_pch(TARGET header...): as perfgate_pch, and also whenever the
-# tests compile at -O1 (PERFGATE_TESTS_O1), where the pragmas do not matter.
+# test files compile at -O0 or -O1 (PERFGATE_TEST_OPT), where the pragmas do not matter.
 function(perfgate_test_pch target)
-  if(PERFGATE_USE_PCH OR (PERFGATE_TESTS_O1 AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU"))
+  if(PERFGATE_USE_PCH OR (PERFGATE_TEST_OPT AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU"))
     target_precompile_headers(${target} PRIVATE ${PERFGATE_PCH_STD} ${ARGN})
   endif()
 endfunction()

@@ -232,6 +232,42 @@ TEST_F(PairedCliTest, StartsAndStopsBothServicesAndChargesEachItsOwnCpu) {
   EXPECT_EQ(testing::http_get(base_port, "/"), "");
 }
 
+// SIGTERM mid-run: perfgate stops both services it started, stores the
+// candidate's windows so far as an aborted run (never a baseline, no pair), and
+// exits 3, as an unpaired run does.
+TEST_F(PairedCliTest, SigtermStopsBothServicesAndStoresAnAbortedRun) {
+  auto cand_port = testing::unused_port();
+  auto base_port = testing::unused_port();
+  auto text = paired_profile(R"(,
+  "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${CAND_PORT}"] })",
+                             R"(, "service": { "command": ["${PERFGATE}", "demo-server", "--port",
+                           "${BASE_PORT}"] })");
+  auto count = text.find(R"("count": 9)");
+  ASSERT_NE(count, std::string::npos);
+  text.replace(count, 10, R"("count": 80)");  // 40 s of pairs: the signal comes first
+  testing::write_file(profile_, text);
+  std::string script =
+      "\"$0\" run \"$1\" --store \"$2\" --json \"$3\" & pid=$!; sleep 3; kill -TERM $pid; "
+      "wait $pid";
+  auto r = testing::run_command(
+      {"/bin/sh", "-c", script, testing::perfgate_binary(), profile_.string(), store_.string(),
+       json_.string()},
+      {{"CAND_PORT", std::to_string(cand_port)}, {"BASE_PORT", std::to_string(base_port)}}, {}, 60);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("perfgate: error: aborted: interrupted"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::http_get(cand_port, "/"), "");
+  EXPECT_EQ(testing::http_get(base_port, "/"), "");
+  auto s = BaselineStore::open(store_, BaselineStore::Mode::kReadOnly);
+  ASSERT_EQ(s.run_count(), 1);
+  auto run = s.run(1);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "aborted");
+  EXPECT_TRUE(run->pair.empty());
+  EXPECT_FALSE(run->eligible_as_baseline());
+  EXPECT_LT(run->iterations.size(), 80u);
+  EXPECT_EQ(json::parse(testing::read_file(json_))["verdict"], "error");
+}
+
 TEST_F(PairedCliTest, BaselineServiceThatDiesMidRunEndsItAndStoresNothing) {
   auto cand_port = testing::unused_port();
   auto base_port = testing::unused_port();
