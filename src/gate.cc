@@ -379,10 +379,14 @@ static std::string pair_key(const GateResult& partial) {
 // A paired run's saturation: either side's, each reason naming its side.
 static Saturation paired_saturation(Saturation baseline, Saturation candidate) {
   Saturation both{baseline.saturated || candidate.saturated, {}, {}};
-  for (auto& r : baseline.reasons) both.reasons.push_back("baseline side: " + r);
-  for (auto& r : candidate.reasons) both.reasons.push_back("candidate side: " + r);
-  for (auto& r : baseline.shared) both.shared.push_back("baseline side: " + r);
-  for (auto& r : candidate.shared) both.shared.push_back("candidate side: " + r);
+  auto add = [](std::vector<std::string>& to, const std::vector<std::string>& from,
+                const std::string& side) {
+    for (const auto& r : from) to.push_back(side + " side: " + r);
+  };
+  add(both.reasons, baseline.reasons, "baseline");
+  add(both.reasons, candidate.reasons, "candidate");
+  add(both.shared, baseline.shared, "baseline");
+  add(both.shared, candidate.shared, "candidate");
   return both;
 }
 

@@ -24,8 +24,8 @@ struct Saturation {
   std::vector<std::string> reasons;  // "generator thread 0 at 97% of a core"
   /// Paired mode: a busy host (foreign CPU, steal, CPU pressure) that both sides'
   /// windows shared. Noted, not saturation: the sides alternate within the same
-  /// minutes, so such noise cancels in their ratios or, hitting one window, only
-  /// blurs a pair; it cannot make a change significant.
+  /// minutes, so such noise cancels in their ratios or, hitting one window, blurs
+  /// that pair; it does not favour either side.
   std::vector<std::string> shared;
 };
 
