@@ -158,6 +158,12 @@ TEST_F(PairedCliTest, ABusyHostIsNotedWhileLowMemoryStillMakesTheRunInconclusive
   auto result = json::parse(testing::read_file(json_));
   EXPECT_EQ(result["saturation"]["saturated"], false) << result["saturation"];
   EXPECT_NE(busy.out.find("note: busy load machine ("), std::string::npos) << busy.out;
+  // Stored with the run: compare judges it again the same way and says so.
+  auto again = perfgate(
+      {"compare", std::to_string(result["run_id"].get<int64_t>()), "--store", store_.string()}, 1,
+      1);
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  EXPECT_NE(again.out.find("note: busy load machine ("), std::string::npos) << again.out;
 
   testing::write_file(profile_, paired_profile("", "", R"({ "memory_available": "100%",
       "foreign_cpu": "100%", "cpu_pressure": "100%", "steal": "100%" })"));
