@@ -1,11 +1,11 @@
-#include "perfgate/arrival_schedule.h"
+#include "perfgate/load/arrival_schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "perfgate/error.h"
+#include "perfgate/core/error.h"
 
 namespace perfgate {
 namespace {

@@ -1,4 +1,4 @@
-#include "perfgate/baseline_store.h"
+#include "perfgate/store/baseline_store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "perfgate/error.h"
+#include "perfgate/core/error.h"
 #include "support/test_support.h"
 
 namespace perfgate {

@@ -1,4 +1,4 @@
-#include "perfgate/baseline.h"
+#include "perfgate/store/baseline.h"
 
 #include <gtest/gtest.h>
 

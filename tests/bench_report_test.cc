@@ -1,4 +1,4 @@
-#include "perfgate/bench_report.h"
+#include "perfgate/report/bench_report.h"
 
 #include <gtest/gtest.h>
 

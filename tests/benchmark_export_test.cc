@@ -1,4 +1,4 @@
-#include "perfgate/benchmark_export.h"
+#include "perfgate/report/benchmark_export.h"
 
 #include <gtest/gtest.h>
 

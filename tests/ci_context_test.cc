@@ -1,4 +1,4 @@
-#include "perfgate/ci_context.h"
+#include "perfgate/profile/ci_context.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "perfgate/console_report.h"
+#include "perfgate/report/console_report.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/report_format.h"
+#include "perfgate/report/report_format.h"
 #include "support/gate_result_builder.h"
 
 namespace perfgate {

@@ -1,4 +1,4 @@
-#include "perfgate/curl_engine.h"
+#include "perfgate/load/curl_engine.h"
 
 #include <curl/curl.h>
 #include <dlfcn.h>
@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "../src/curl_http1.h"
-#include "perfgate/demo_server.h"
-#include "perfgate/error.h"
-#include "perfgate/native_engine.h"
+#include "load/curl_http1.h"
+#include "perfgate/core/error.h"
+#include "perfgate/load/demo_server.h"
+#include "perfgate/load/native_engine.h"
 #include "support/engine_fixtures.h"
 #include "support/test_support.h"
 

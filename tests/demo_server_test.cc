@@ -1,4 +1,4 @@
-#include "perfgate/demo_server.h"
+#include "perfgate/load/demo_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "perfgate/error.h"
+#include "perfgate/core/error.h"
 #include "support/test_support.h"
 
 namespace perfgate {

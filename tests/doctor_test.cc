@@ -1,4 +1,4 @@
-#include "perfgate/doctor.h"
+#include "perfgate/host/doctor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "perfgate/fd_limit.h"
+#include "perfgate/load/fd_limit.h"
 
 #include <sys/resource.h>
 
@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "perfgate/error.h"
+#include "perfgate/core/error.h"
 
 namespace perfgate {
 namespace {

@@ -1,4 +1,4 @@
-#include "perfgate/gitlab_report.h"
+#include "perfgate/report/gitlab_report.h"
 
 #include <gtest/gtest.h>
 

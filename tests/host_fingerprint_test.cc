@@ -1,4 +1,4 @@
-#include "perfgate/host_fingerprint.h"
+#include "perfgate/host/host_fingerprint.h"
 
 #include <gtest/gtest.h>
 #include <sys/utsname.h>

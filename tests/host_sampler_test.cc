@@ -1,4 +1,4 @@
-#include "perfgate/host_sampler.h"
+#include "perfgate/host/host_sampler.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

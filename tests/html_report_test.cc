@@ -1,4 +1,4 @@
-#include "perfgate/html_report.h"
+#include "perfgate/report/html_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "perfgate/http_response_parser.h"
+#include "perfgate/load/http_response_parser.h"
 
 #include <gtest/gtest.h>
 

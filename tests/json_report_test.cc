@@ -1,4 +1,4 @@
-#include "perfgate/json_report.h"
+#include "perfgate/report/json_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "perfgate/junit_report.h"
+#include "perfgate/report/junit_report.h"
 
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <string>
 
-#include "perfgate/report_format.h"
+#include "perfgate/report/report_format.h"
 #include "support/gate_result_builder.h"
 #include "support/test_support.h"
 

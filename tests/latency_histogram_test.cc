@@ -1,4 +1,4 @@
-#include "perfgate/latency_histogram.h"
+#include "perfgate/core/latency_histogram.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "perfgate/error.h"
+#include "perfgate/core/error.h"
 
 namespace perfgate {
 namespace {

@@ -1,4 +1,4 @@
-#include "perfgate/load_engine.h"
+#include "perfgate/load/load_engine.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/demo_server.h"
-#include "perfgate/error.h"
+#include "perfgate/core/error.h"
+#include "perfgate/load/demo_server.h"
 #include "support/test_support.h"
 
 namespace perfgate {

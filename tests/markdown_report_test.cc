@@ -1,4 +1,4 @@
-#include "perfgate/markdown_report.h"
+#include "perfgate/report/markdown_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "perfgate/metrics.h"
+#include "perfgate/core/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "perfgate/native_engine.h"
+#include "perfgate/load/native_engine.h"
 
 #include <sys/resource.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/curl_engine.h"
-#include "perfgate/demo_server.h"
-#include "perfgate/error.h"
+#include "perfgate/core/error.h"
+#include "perfgate/load/curl_engine.h"
+#include "perfgate/load/demo_server.h"
 #include "support/engine_fixtures.h"
 #include "support/test_support.h"
 

@@ -1,4 +1,4 @@
-#include "perfgate/openmetrics_report.h"
+#include "perfgate/report/openmetrics_report.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "perfgate/profile.h"
-#include "perfgate/shard.h"
+#include "perfgate/profile/profile.h"
+#include "perfgate/store/shard.h"
 
 namespace perfgate {
 namespace {

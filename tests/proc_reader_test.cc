@@ -1,4 +1,4 @@
-#include "perfgate/proc_reader.h"
+#include "perfgate/host/proc_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "perfgate/profile.h"
+#include "perfgate/profile/profile.h"
 #include "support/test_support.h"
 
 namespace perfgate {

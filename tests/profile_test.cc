@@ -1,11 +1,11 @@
-#include "perfgate/profile.h"
+#include "perfgate/profile/profile.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "perfgate/json_source_map.h"
+#include "perfgate/profile/json_source_map.h"
 #include "support/test_support.h"
 
 namespace perfgate {

@@ -1,4 +1,4 @@
-#include "perfgate/progress.h"
+#include "perfgate/cli/progress.h"
 
 #include <gtest/gtest.h>
 

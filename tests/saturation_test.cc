@@ -1,4 +1,4 @@
-#include "perfgate/saturation.h"
+#include "perfgate/host/saturation.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "perfgate/profile.h"
+#include "perfgate/profile/profile.h"
 #include "support/test_support.h"
 
 namespace perfgate {

@@ -1,4 +1,4 @@
-#include "perfgate/sha256.h"
+#include "perfgate/core/sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // Shards as values (issue 8): the --shard and --start-at texts, each shard's
 // share of a profile, and merge_shards' arithmetic and refusals.
-#include "perfgate/shard.h"
+#include "perfgate/store/shard.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "perfgate/metrics.h"
+#include "perfgate/core/metrics.h"
 #include "support/run_record_builder.h"
 #include "support/test_support.h"
 

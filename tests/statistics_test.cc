@@ -1,4 +1,4 @@
-#include "perfgate/statistics.h"
+#include "perfgate/core/statistics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "perfgate/store_maintenance.h"
+#include "perfgate/store/store_maintenance.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <sstream>
 
-#include "perfgate/error.h"
+#include "perfgate/core/error.h"
 #include "support/test_support.h"
 
 namespace perfgate {

@@ -1,4 +1,4 @@
-#include "perfgate/units.h"
+#include "perfgate/core/units.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "perfgate/verdict.h"
+#include "perfgate/core/verdict.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "perfgate/baseline_store.h"
+#include "perfgate/store/baseline_store.h"
 #include "support/test_support.h"
 
 namespace perfgate {

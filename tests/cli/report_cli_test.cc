@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "perfgate/baseline_store.h"
+#include "perfgate/store/baseline_store.h"
 #include "support/run_record_builder.h"
 #include "support/test_support.h"
 

@@ -6,7 +6,7 @@
 
 #include <regex>
 
-#include "perfgate/baseline_store.h"
+#include "perfgate/store/baseline_store.h"
 #include "support/test_support.h"
 
 namespace perfgate {

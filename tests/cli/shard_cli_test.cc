@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "perfgate/baseline_store.h"
-#include "perfgate/metrics.h"
-#include "perfgate/run_record.h"
+#include "perfgate/core/metrics.h"
+#include "perfgate/store/baseline_store.h"
+#include "perfgate/store/run_record.h"
 #include "support/test_support.h"
 
 namespace perfgate {

@@ -12,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "perfgate/baseline_store.h"
+#include "perfgate/store/baseline_store.h"
 #include "support/test_support.h"
 
 extern char** environ;

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "perfgate/error.h"
-#include "perfgate/latency_histogram.h"
+#include "perfgate/core/error.h"
+#include "perfgate/core/latency_histogram.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

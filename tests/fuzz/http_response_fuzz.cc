@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/http_response_parser.h"
+#include "perfgate/load/http_response_parser.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "perfgate/profile.h"
+#include "perfgate/profile/profile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "perfgate/demo_server.h"
-#include "perfgate/load_engine.h"
+#include "perfgate/load/demo_server.h"
+#include "perfgate/load/load_engine.h"
 
 namespace perfgate::testing {
 

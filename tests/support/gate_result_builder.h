@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "perfgate/gate_result.h"
+#include "perfgate/report/gate_result.h"
 #include "support/test_support.h"
 
 namespace perfgate::testing {

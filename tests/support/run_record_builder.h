@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "perfgate/run_record.h"
+#include "perfgate/store/run_record.h"
 
 namespace perfgate::testing {
 

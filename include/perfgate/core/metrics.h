@@ -1,0 +1,92 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perfgate/core/load_result.h"
+
+namespace perfgate {
+
+/// Which direction of change is a regression.
+enum class Better { kHigher, kLower };
+
+/// How the kept iterations' values become the run's figure.
+enum class Aggregate {
+  kMedian,  // resists one disturbed iteration, where a mean would not
+  kMax,     // latency_max: the worst seen is the honest figure
+};
+
+/// One gated figure of a run. The key is the contract's name in the JSON result
+/// (`throughput_rps`); the threshold key is the profile's (`throughput`).
+struct MetricDef {
+  std::string_view key;
+  std::string_view threshold_key;
+  std::string_view unit;  // "req/s", "ms", "%"
+  Better better;
+  double (*of)(const Iteration&);  // nullptr for host-derived metrics
+  Aggregate aggregate = Aggregate::kMedian;
+};
+
+/// The contract's metrics, in report order.
+std::span<const MetricDef> metric_defs();
+/// Figures that need the host sampler besides the iterations: the service's
+/// cost (`service_cpu_us_per_request`, `requests_per_service_cpu_s`). Their `of`
+/// is nullptr; service_cost_metrics() computes them.
+std::span<const MetricDef> host_metric_defs();
+/// nullptr when `key` names no metric; accepts metric or threshold keys, of
+/// either list.
+const MetricDef* find_metric(std::string_view key);
+
+/// Metric key -> value.
+using MetricSet = std::map<std::string, double, std::less<>>;
+
+/// Per metric, its aggregate (median, or max for latency_max) over the kept iterations.
+MetricSet summarize(const std::vector<Iteration>& iterations);
+/// The per-iteration values of one metric over the kept iterations, in order.
+std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def);
+
+double median(std::vector<double> values);
+
+/// The service's cost, as medians over the kept iterations. `service_cpu_s[i]`
+/// holds the CPU-seconds the service's process tree used in iteration i's window
+/// (nullopt when not measured): Iteration cannot carry it, so the gate keeps it
+/// beside them. Empty when no kept iteration has a measurement.
+MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
+                               const std::vector<std::optional<double>>& service_cpu_s);
+
+/// A metric's figure from its per-iteration values: the median, or the maximum
+/// for kMax metrics; 0 for no values.
+double aggregate(const MetricDef& def, const std::vector<double>& values);
+
+/// One run's figures with the per-iteration values behind them: the verdict
+/// tests a change against the spread of these values, not just the figures.
+struct RunFigures {
+  MetricSet summary;  // per metric, aggregate() of its values
+  std::map<std::string, std::vector<double>, std::less<>> values;  // kept iterations, in order
+};
+
+/// The run's figures: metric_defs() from the iterations, plus the service's cost
+/// (host_metric_defs()) for iterations whose `service_cpu_s` was measured.
+RunFigures run_figures(const std::vector<Iteration>& iterations,
+                       const std::vector<std::optional<double>>& service_cpu_s = {});
+
+/// Limits on one metric. Relative limits are percentages of change in the
+/// regressing direction; absolute ones are in the metric's unit.
+struct Thresholds {
+  std::optional<double> warn_pct;
+  std::optional<double> fail_pct;
+  std::optional<double> max;  // absolute ceiling (latency ms, error rate %)
+  std::optional<double> min;  // absolute floor (throughput req/s)
+
+  bool any() const { return warn_pct || fail_pct || max || min; }
+  friend bool operator==(const Thresholds&, const Thresholds&) = default;
+};
+
+/// Metric key -> its limits.
+using ThresholdSet = std::map<std::string, Thresholds, std::less<>>;
+
+}  // namespace perfgate

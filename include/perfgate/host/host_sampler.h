@@ -1,0 +1,140 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "perfgate/core/units.h"
+#include "perfgate/host/proc_reader.h"
+
+namespace perfgate {
+
+using SteadyClock = std::chrono::steady_clock;
+
+/// The raw /proc counters at one moment; two of them make a HostSample.
+struct HostSnapshot {
+  SteadyClock::time_point at;
+  std::optional<CpuStat> cpu;
+  std::optional<MemInfo> memory;
+  std::vector<NetDevice> net;
+  std::optional<uint64_t> tcp_retrans;
+  std::optional<LoadAvg> load;
+  std::optional<Pressure> cpu_pressure, memory_pressure, io_pressure;
+  std::vector<ProcStat> own_threads;  // perfgate's threads, the sampler's own included
+  uint64_t own_rss_kib = 0;
+  std::optional<uint64_t> service_ticks;  // the service's process tree, when it is known
+  uint64_t service_rss_kib = 0;
+};
+
+/// Reads one snapshot. `service` is the root PID of the service's process tree.
+HostSnapshot take_snapshot(const ProcReader& proc, std::optional<pid_t> service,
+                           SteadyClock::time_point now);
+
+/// One thread's CPU over an interval, in percent of one core.
+struct ThreadLoad {
+  pid_t tid = 0;
+  std::string comm;
+  double cpu_pct = 0;
+};
+
+/// What the host did between two snapshots. CPU figures are percentages of all
+/// cores unless named per core or per thread.
+struct HostSample {
+  SteadyClock::time_point start, end;
+  double cpu_busy_pct = 0, user_pct = 0, system_pct = 0, iowait_pct = 0, irq_pct = 0, steal_pct = 0;
+  double max_core_busy_pct = 0;  // the busiest core, % of that core
+  double memory_available_pct = 0;
+  uint64_t swap_used_kib = 0;
+  uint64_t net_rx_bytes = 0, net_tx_bytes = 0, net_rx_packets = 0, net_tx_packets = 0;
+  uint64_t net_drops = 0, net_errors = 0, tcp_retrans = 0;  // all interfaces, lo included
+  double load1 = 0;
+  std::optional<double> cpu_pressure_pct, memory_pressure_pct, io_pressure_pct;  // some avg10
+  double own_cpu_pct = 0;                // perfgate, all its threads
+  std::vector<ThreadLoad> load_threads;  // perfgate's busiest threads, the sampler left out
+  uint64_t own_rss_kib = 0;
+  std::optional<double> service_cpu_s;  // CPU-seconds the service tree used in the interval
+  std::optional<double> service_cpu_pct;
+  uint64_t service_rss_kib = 0;
+  double foreign_cpu_pct = 0;  // host busy minus perfgate minus the service, never negative
+
+  double seconds() const { return std::chrono::duration<double>(end - start).count(); }
+};
+
+/// The sample between two snapshots. `sampler_tid` is left out of load_threads:
+/// the sampler's own cost is perfgate's, but it never sets the pace of the load.
+HostSample diff_snapshots(const HostSnapshot& before, const HostSnapshot& after, double ticks_per_s,
+                          pid_t sampler_tid = 0);
+
+/// A measurement window on the steady clock, [start, end).
+struct TimeWindow {
+  SteadyClock::time_point start, end;
+};
+
+/// The host over one iteration's window (samples whose midpoint lies in it).
+struct WindowSummary {
+  int iteration = 0;
+  int samples = 0;
+  double host_cpu_mean_pct = 0, host_cpu_max_pct = 0;
+  double steal_mean_pct = 0, steal_max_pct = 0;
+  /// The busiest perfgate thread over the whole window, % of a core: the engine's
+  /// threads are unnamed, so this is the busiest TID, not a named load thread.
+  double generator_thread_pct = 0;
+  double generator_thread_max_pct = 0;  // the busiest thread in any one sample
+  double foreign_cpu_mean_pct = 0, foreign_cpu_max_pct = 0;
+  std::optional<double> service_cpu_s;
+  double memory_available_min_pct = 100;
+  std::optional<double> cpu_pressure_max_pct;
+  uint64_t net_drops = 0, net_errors = 0, tcp_retrans = 0;
+  uint64_t own_rss_max_kib = 0, service_rss_max_kib = 0;
+};
+
+WindowSummary summarize_window(const std::vector<HostSample>& samples, const TimeWindow& window,
+                               int iteration);
+
+/// What the store keeps of a run's host (JSON): the per-iteration summaries and at
+/// most `max_samples` raw samples, thinned evenly; times are seconds from `origin`.
+std::string host_samples_json(const std::vector<WindowSummary>& windows,
+                              const std::vector<HostSample>& samples,
+                              SteadyClock::time_point origin, size_t max_samples = 2000);
+
+/// Per iteration index, the service CPU-seconds a host_samples_json() document
+/// holds (nullopt where it has none): a stored baseline's service cost.
+std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& json,
+                                                            size_t iterations);
+
+/// Samples the host on its own thread every `interval` from start() to stop().
+/// Keeps at most `max_samples` (the oldest stay: a run's shape shows in its start).
+class HostSampler {
+ public:
+  HostSampler(ProcReader proc, Nanos interval, std::optional<pid_t> service,
+              size_t max_samples = 20000);
+  ~HostSampler() { stop(); }
+  HostSampler(const HostSampler&) = delete;
+  HostSampler& operator=(const HostSampler&) = delete;
+
+  void start();
+  /// Joins the thread after one last sample; safe to call twice.
+  void stop();
+  std::vector<HostSample> samples() const;
+
+ private:
+  void loop(std::stop_token stop);
+  void add(const HostSnapshot& before, const HostSnapshot& after, pid_t tid);
+
+  ProcReader proc_;
+  Nanos interval_;
+  std::optional<pid_t> service_;
+  size_t max_samples_;
+  double ticks_per_s_;
+  mutable std::mutex mutex_;
+  std::vector<HostSample> samples_;
+  std::jthread thread_;
+};
+
+}  // namespace perfgate

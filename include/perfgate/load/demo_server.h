@@ -1,0 +1,60 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "perfgate/core/units.h"
+
+namespace perfgate {
+
+/// Dials of the demo service: the embedded target of the README's demo and of
+/// the integration tests (slow tails, errors, CPU cost per request).
+struct DemoServerOptions {
+  std::string host = "127.0.0.1";  // loopback only, by design
+  uint16_t port = 0;               // 0 = any free port
+  Nanos delay{0};                  // added to every `delay_every`-th response
+  uint64_t delay_every = 0;        // 0 = never; 1 = every response
+  uint64_t error_every = 0;        // every N-th response is a 500; 0 = never
+  Nanos work{0};                   // CPU burned per response (busy loop)
+  size_t body_bytes = 13;          // "Hello, world\n" when 13
+  /// The `stall_at`-th response (0 = never) stalls the whole server for
+  /// `stall`: it and every response on any connection waits until it ends,
+  /// like a GC pause or a full-table lock.
+  uint64_t stall_at = 0;
+  Nanos stall{0};
+  /// A second delay, on top of `delay`, on every `tail_every`-th response
+  /// (0 = never): a slow tail, e.g. +20 ms on every 50th response (2 %).
+  Nanos tail_delay{0};
+  uint64_t tail_every = 0;
+};
+
+/// A small HTTP/1.1 keep-alive server on loopback, one thread per connection.
+/// GET /__stats answers {"requests": N} (itself not counted); /health answers 200.
+/// Stops and joins its threads on destruction.
+class DemoServer {
+ public:
+  explicit DemoServer(const DemoServerOptions& options);
+  ~DemoServer();
+  DemoServer(const DemoServer&) = delete;
+  DemoServer& operator=(const DemoServer&) = delete;
+
+  uint16_t port() const { return port_; }
+  std::string url(const std::string& path = "/") const;
+  /// Responses sent, /__stats excluded.
+  uint64_t requests_served() const { return served_->load(); }
+  void stop();
+
+ private:
+  struct Shared;
+  DemoServerOptions options_;
+  uint16_t port_ = 0;
+  std::shared_ptr<std::atomic<uint64_t>> served_;
+  std::shared_ptr<Shared> shared_;
+  std::thread acceptor_;
+};
+
+}  // namespace perfgate

@@ -1,0 +1,105 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perfgate/core/load_result.h"
+#include "perfgate/profile/profile.h"
+
+namespace perfgate {
+
+/// What to run: one request shape, the load shape, and the timed windows.
+struct LoadPlan {
+  TargetSpec target;
+  std::vector<TargetSpec> mix;  // weighted request mix; empty = `target` alone
+  int threads = 1;
+  int connections = 1;
+  Nanos warmup{0};
+  Nanos duration = std::chrono::seconds(1);
+  int iterations = 1;
+  int discard = 0;
+  double rate = 0;  // 0 = closed model
+  Nanos timeout = std::chrono::seconds(5);
+  Nanos connect_timeout = std::chrono::seconds(2);
+};
+
+LoadPlan plan_from_profile(const Profile& profile);
+
+/// Called after each timed iteration ends, from the engine's calling thread.
+using IterationCallback = std::function<void(const Iteration&)>;
+
+/// A load generator. run() warms up, then measures `iterations` consecutive
+/// windows of `duration` over the same keep-alive connections; it always ends
+/// by itself at warmup + iterations * duration (plus at most one poll interval),
+/// or earlier when `stop` becomes true.
+class LoadEngine {
+ public:
+  virtual ~LoadEngine() = default;
+  virtual std::string_view name() const = 0;
+  virtual LoadResult run(const LoadPlan& plan, const std::atomic<bool>& stop,
+                         const IterationCallback& on_iteration) = 0;
+};
+
+/// "auto", "curl" or "native" for every request of the plan (its mix, or its
+/// target). "auto" picks the native engine when it can serve them all (see
+/// native_engine_refusal()), curl otherwise. Throws Error for an unknown kind,
+/// a URL that is neither http:// nor https://, or "native" where it cannot serve.
+std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const LoadPlan& plan);
+/// The same for a plan of `target` alone.
+std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const TargetSpec& target);
+
+/// Sends one request and throws Error("cannot reach URL: Connection refused")
+/// when no HTTP response comes back, so that an unreachable target is an error
+/// (exit 3) and not a 100 % error rate.
+void probe_target(const TargetSpec& target, Nanos timeout);
+
+/// The parts of a plain http:// URL the native engine needs.
+struct HttpUrl {
+  std::string host;  // as written, for the Host header
+  uint16_t port = 80;
+  std::string host_header;  // host[:port] as written in the URL
+  std::string path_query;   // "/" when the URL has none
+};
+
+/// Parses "http://host[:port][/path][?query]" (case-insensitive scheme);
+/// throws Error naming the URL for anything else.
+HttpUrl parse_http_url(std::string_view url);
+
+/// The exact bytes of one request, built once and sent for every request of
+/// that shape: request line, Host, the target's headers, Content-Length
+/// when there is a body, then the body.
+std::string serialize_request(const TargetSpec& target, const HttpUrl& url);
+
+/// True when the native engine can serve `target`: plain http:// and HTTP/1.1.
+bool native_engine_serves(const TargetSpec& target);
+
+/// Why the native engine cannot run these requests, "" when it can: each must
+/// be plain http:// HTTP/1.1, and all on one host and port (it resolves one
+/// address per run, as wrk). Proxies never apply: neither engine uses one.
+std::string native_engine_refusal(const std::vector<TargetSpec>& requests);
+
+/// The request shapes of a plan: its mix, or its target alone.
+std::vector<TargetSpec> requests_of(const LoadPlan& plan);
+
+/// nginx's smooth weighted round-robin: deterministic, and each entry's picks
+/// spread evenly over the sequence (weights {5, 1, 1} -> 0 0 1 0 2 0 0, again).
+/// Each connection keeps its own, so every connection sends the mix.
+class WeightedRoundRobin {
+ public:
+  /// Throws Error unless every weight is positive.
+  explicit WeightedRoundRobin(const std::vector<TargetSpec>& entries);
+  /// Index of the entry to send next.
+  size_t next();
+
+ private:
+  std::vector<double> weights_;
+  std::vector<double> current_;
+  double total_ = 0;
+};
+
+}  // namespace perfgate

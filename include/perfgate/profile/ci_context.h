@@ -1,0 +1,27 @@
+#pragma once
+
+#include <string>
+
+#include "perfgate/profile/profile.h"
+
+namespace perfgate {
+
+/// Where a run comes from. Flags win; otherwise GitHub's or GitLab's variables.
+struct CiContext {
+  std::string provider;         // "github", "gitlab" or "local"
+  std::string commit;           // GITHUB_SHA / CI_COMMIT_SHA
+  std::string branch;           // GITHUB_REF_NAME (head ref on PRs) / CI_COMMIT_REF_NAME
+  std::string baseline_branch;  // PR/MR target, else default branch, else `branch`
+  std::string pipeline_id;      // GITHUB_RUN_ID / CI_PIPELINE_ID
+  std::string summary_path;     // GITHUB_STEP_SUMMARY when set
+};
+
+struct CiOverrides {
+  std::string commit;
+  std::string branch;
+  std::string baseline_branch;
+};
+
+CiContext read_ci_context(const CiOverrides& flags, const EnvLookup& env);
+
+}  // namespace perfgate

@@ -1,0 +1,161 @@
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "perfgate/core/error.h"
+#include "perfgate/core/metrics.h"
+#include "perfgate/core/units.h"
+
+namespace perfgate {
+
+/// One request shape. The profile's `target` is one; `target.requests` makes a
+/// weighted mix of several, each inheriting what it does not set from `target`.
+struct TargetSpec {
+  std::string url;
+  std::string method = "GET";
+  std::vector<std::pair<std::string, std::string>> headers;  // in profile order
+  std::string body;                  // the bytes sent (read from `body_file` when that is set)
+  std::string body_file;             // as written in the profile, for messages; empty = inline body
+  std::string name;                  // label of a mix entry ("" for the single target)
+  double weight = 1;                 // share of a mix, relative to the other entries
+  bool tls_verify = true;            // `target.tls_verify: false` is the explicit opt-out
+  std::string http_version = "1.1";  // "1.1" or "2" (HTTP/2 needs the curl engine)
+};
+
+struct LoadSpec {
+  int threads = 2;
+  int connections = 50;
+  Nanos duration = std::chrono::seconds(10);
+  Nanos warmup = std::chrono::seconds(2);
+  double rate = 0;                          // requests/s over all connections; 0 = closed model
+  std::string engine = "auto";              // auto | curl | native
+  Nanos timeout = std::chrono::seconds(5);  // per request, connect included
+  Nanos connect_timeout = std::chrono::seconds(2);
+};
+
+struct RepeatSpec {
+  int count = 10;
+  int discard = 2;
+};
+
+/// The service under test. With `command`, perfgate starts it before the load and
+/// stops it after; with only `pid_file` or `process_name`, it runs elsewhere on
+/// this host and perfgate just attributes its CPU and memory to it.
+struct ServiceSpec {
+  std::vector<std::string> command;  // empty = not started by perfgate
+  std::string pid_file;              // a file holding the service's PID
+  std::string process_name;          // or its process name (/proc/PID/comm)
+  std::string ready_url;             // polled until it answers 2xx/3xx; defaults to target.url
+  Nanos ready_timeout = std::chrono::seconds(30);
+  std::string cwd;  // empty = perfgate's working directory
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+/// When the load machine itself set the pace (`saturation` in the profile).
+/// Percentages are of one core for a thread, of all cores for the host.
+struct SaturationSpec {
+  Nanos interval = std::chrono::milliseconds(250);  // host sampling period
+  double generator_thread_cpu_pct = 90;             // a load thread this busy for most of a window
+  double foreign_cpu_pct = 25;  // CPU used by processes other than perfgate and the service
+  double host_cpu_pct = 90;     // whole host busy; judged only when the service is remote
+  double steal_pct = 5;
+  double memory_available_min_pct = 5;
+  double cpu_pressure_pct = 20;  // /proc/pressure/cpu "some avg10"
+};
+
+/// How the verdict picks and weighs its baseline (`baseline` in the profile).
+struct BaselineSpec {
+  int window = 5;          // accepted runs pooled as the baseline
+  int drift_window = 20;   // how many accepted runs back the drift guard looks; 0 = off
+  double confidence = 95;  // % level of the intervals; a fail needs p < 1 - confidence
+};
+
+/// Paired mode (`paired` in the profile), for runners too noisy for stored
+/// baselines: the profile's target and service are the candidate; this is the
+/// build it is measured against, in alternating windows on the same machine.
+struct PairedSpec {
+  std::string origin;                  // "http://127.0.0.1:8081": every request, sent here
+  std::optional<ServiceSpec> service;  // the baseline build, started or watched like `service`
+  std::string commit;                  // the baseline build's commit, for the store; may be ""
+  Nanos leg_warmup = std::chrono::milliseconds(250);  // after each switch, before the window
+};
+
+struct Profile {
+  std::string name;
+  std::string description;
+  std::filesystem::path source;  // the file it came from ("<string>" in tests)
+  TargetSpec target;
+  LoadSpec load;
+  RepeatSpec repeat;
+  ThresholdSet thresholds;           // metric key -> limits (defaults filled when absent)
+  std::vector<TargetSpec> requests;  // the mix; empty = `target` alone
+  std::optional<ServiceSpec> service;
+  SaturationSpec saturation;
+  BaselineSpec baseline;
+  std::vector<std::string> redact;  // more header names whose values are never written
+  std::optional<PairedSpec> paired;
+
+  /// SHA-256 (hex) of what changes results: target, load and repeat, before
+  /// environment substitution (a rotated token or another port is the same test).
+  /// Thresholds, names and descriptions are left out.
+  std::string hash;
+  /// The profile as parsed, canonical JSON, secret-looking header values replaced
+  /// by "<redacted>": what the store keeps.
+  std::string redacted_json;
+};
+
+/// One problem found in a profile, with where it is.
+struct ProfileProblem {
+  int line = 0;          // 1-based; 0 when unknown
+  std::string key_path;  // "load.connections"; empty for syntax errors
+  std::string message;   // "must be a positive integer, got \"ten\""
+  int column = 0;        // 1-based, for syntax errors; 0 when not known
+};
+
+/// Every problem of a profile at once, so that one edit fixes them all.
+class ProfileError : public Error {
+ public:
+  ProfileError(std::string source, std::vector<ProfileProblem> problems);
+  const std::vector<ProfileProblem>& problems() const { return problems_; }
+  /// One line per problem: "hello.json:7: load.connections: must be ..."
+  std::vector<std::string> lines() const;
+
+ private:
+  std::string source_;
+  std::vector<ProfileProblem> problems_;
+};
+
+/// Looks up an environment variable for `${NAME}` and `${NAME:-default}` in
+/// profile strings.
+using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+EnvLookup process_environment();
+
+/// Reads, validates and normalizes a profile (JSON with // and /* */ comments).
+/// Throws ProfileError listing every problem, or Error when unreadable.
+Profile load_profile(const std::filesystem::path& path, const EnvLookup& env);
+Profile parse_profile(std::string_view text, const std::string& source_name, const EnvLookup& env);
+
+/// Paired mode's baseline side: `profile` with every request sent to
+/// `paired->origin` and the paired service as its service. Requires `paired`.
+Profile paired_baseline_side(const Profile& profile);
+
+/// "https://host:8080/a/b?q" -> "https://host:8080".
+std::string url_origin(const std::string& url);
+
+/// The defaults documented in the README, used when a profile has no `thresholds`.
+ThresholdSet default_thresholds();
+
+/// The URL as it may be printed or stored: a password in it replaced,
+/// "http://user:secret@host/" -> "http://user:<redacted>@host/".
+std::string redacted_url(const std::string& url);
+
+/// Header names whose values are never stored or printed.
+bool is_secret_header(std::string_view name);
+
+}  // namespace perfgate

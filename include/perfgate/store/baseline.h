@@ -1,0 +1,53 @@
+#pragma once
+
+// Which stored runs a new run is judged against (issue 5): the last accepted runs
+// of the baseline branch, pooled into one sample per metric, and an older window
+// for the drift guard.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perfgate/core/metrics.h"
+#include "perfgate/core/verdict.h"
+#include "perfgate/store/baseline_store.h"
+#include "perfgate/store/run_record.h"
+
+namespace perfgate {
+
+/// The runs a verdict compares with, as one pooled sample.
+struct Baseline {
+  std::vector<int64_t> run_ids;      // newest first
+  std::vector<std::string> commits;  // of run_ids ("" when unknown)
+  BaselineSample sample;             // pooled iterations, and each run's figures
+};
+
+/// Pools `runs` (each one's kept iterations, and the service's cost where it was
+/// measured). `runs` must not be empty.
+Baseline pool_runs(const std::vector<RunRecord>& runs);
+
+/// A run's figures, with the service's cost from its stored samples.
+RunFigures stored_run_figures(const RunRecord& run);
+
+/// How to pick the baseline: the profile's `baseline` settings and the run flags.
+struct BaselinePolicy {
+  int window = 5;
+  int drift_window = 20;              // 0 = no drift guard
+  std::optional<int64_t> pinned_run;  // --baseline-run ID
+};
+
+struct BaselineSelection {
+  std::optional<Baseline> baseline;         // nullopt: nothing comparable
+  std::optional<Baseline> drift_reference;  // older runs, for the drift guard
+  std::vector<std::string> notes;           // why there is none, what was pinned
+};
+
+/// The last `policy.window` runs eligible for `query` (stopping at the newest
+/// accepted run), or the pinned run; and, when history is long enough, the window
+/// `policy.drift_window` runs back. Throws Error when the pinned run does not exist
+/// or belongs to another profile or hash.
+BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
+                                  const BaselinePolicy& policy);
+
+}  // namespace perfgate

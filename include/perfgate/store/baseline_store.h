@@ -1,0 +1,79 @@
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perfgate/store/run_record.h"
+
+struct sqlite3;
+
+namespace perfgate {
+
+/// Which runs may serve as a baseline for a new one.
+struct BaselineQuery {
+  std::string profile_name;
+  std::string profile_hash;
+  std::string branch;      // the baseline branch
+  std::string host_key;    // HostFingerprint::key(); empty = any host
+  int64_t before_run = 0;  // only runs older than this id (re-judging a stored run); 0 = all
+};
+
+/// The SQLite history of runs (WAL, one transaction per run, versioned schema).
+class BaselineStore {
+ public:
+  enum class Mode { kReadWrite, kReadOnly };
+
+  /// Opens or creates the store (parent folders included, in read-write mode).
+  /// Throws Error naming the file when it is not a perfgate store, is corrupt,
+  /// or has a schema newer than this perfgate; such a file is left untouched.
+  static BaselineStore open(const std::filesystem::path& path, Mode mode = Mode::kReadWrite);
+
+  BaselineStore(BaselineStore&&) noexcept;
+  BaselineStore& operator=(BaselineStore&&) noexcept;
+  ~BaselineStore();
+
+  /// Writes the run with its iterations, histograms and host samples in one
+  /// transaction; returns its id.
+  /// An empty `created_at` is stored as the current UTC time; `ci.summary_path` is
+  /// not stored. Throws Error on a read-only store.
+  int64_t record(const RunRecord& run);
+  /// The most recent run eligible as a baseline for `query`, iterations loaded.
+  std::optional<RunRecord> latest_baseline(const BaselineQuery& query);
+  /// Runs eligible as baselines for `query`, newest first, at most `limit`,
+  /// iterations loaded. Stops at the newest accepted run, which starts a new normal.
+  std::vector<RunRecord> eligible_runs(const BaselineQuery& query, int limit);
+  /// Records a person's word on run `id` (accept / reject) and updates whether it
+  /// may be a baseline, in one transaction. Throws Error when there is no such run.
+  void set_review(int64_t id, const Review& review);
+  /// One run by id, iterations loaded; nullopt when there is none.
+  std::optional<RunRecord> run(int64_t id);
+  /// The other side of a paired run (same pair key), iterations loaded; nullopt
+  /// for a run that is not paired or whose partner is gone.
+  std::optional<RunRecord> paired_partner(const RunRecord& run);
+  /// Runs, newest first, without iterations (for history listings). An empty
+  /// `profile_name` lists every profile; `limit` <= 0 lists them all.
+  std::vector<RunRecord> runs(const std::string& profile_name = "", int limit = 100);
+  int64_t run_count();
+
+  static constexpr int kSchemaVersion = 4;
+  int schema_version();
+  const std::filesystem::path& path() const { return path_; }
+  /// The open connection, for store maintenance (store_maintenance.cc), which
+  /// needs SQL of its own: integrity checks, pruning.
+  sqlite3* connection() { return db_.get(); }
+  /// Writes every run in one transaction (all or none); returns their ids.
+  std::vector<int64_t> record_all(const std::vector<RunRecord>& runs);
+
+ private:
+  BaselineStore(std::filesystem::path path, sqlite3* db);
+  std::filesystem::path path_;
+  struct Closer {
+    void operator()(sqlite3* db) const;
+  };
+  std::unique_ptr<sqlite3, Closer> db_;
+};
+
+}  // namespace perfgate

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perfgate/core/units.h"
+#include "perfgate/store/baseline_store.h"
+
+namespace perfgate {
+
+/// Everything wrong with a store: SQLite's integrity check and foreign keys, then
+/// perfgate's own invariants (histograms readable and matching their response
+/// counts, iteration indexes 0..n-1, the eligible flag matching status, verdict
+/// and saturation, no run without iterations unless aborted). Empty when clean.
+std::vector<std::string> check_store(BaselineStore& store);
+
+/// Writes the runs (all, or of one profile), oldest first, one JSON line each
+/// (see to_json_line); returns how many.
+int64_t export_runs(BaselineStore& store, std::ostream& out, const std::string& profile_name = "");
+
+struct ImportCounts {
+  int64_t added = 0;
+  int64_t skipped = 0;  // exact duplicates of a stored run, or of an earlier line
+};
+
+/// Adds the runs of a JSON-lines export under new ids, all in one transaction;
+/// a malformed line throws Error naming `source` and the line, and adds nothing.
+ImportCounts import_runs(BaselineStore& store, std::istream& in, const std::string& source);
+
+/// Which runs `store prune` deletes. With both set, a run goes only when it is
+/// beyond the newest `keep` of its profile and branch and also older than `older_than`.
+struct PruneRule {
+  std::optional<int64_t> keep;  // newest runs to keep per profile + branch
+  std::optional<Nanos> older_than;
+};
+
+/// Deletes the runs the rule selects (iterations and samples with them) in one
+/// transaction; returns how many.
+int64_t prune_runs(BaselineStore& store, const PruneRule& rule);
+
+}  // namespace perfgate

@@ -1,0 +1,109 @@
+// `perfgate calibrate PROFILE --runs N`: A/A runs against the unchanged service,
+// the noise they show and the limits it allows (issue 5).
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "perfgate/cli/command.h"
+#include "perfgate/cli/gate.h"
+#include "perfgate/core/error.h"
+#include "perfgate/store/calibration.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CalibrateOptions {
+  fs::path profile_path;
+  fs::path store_path = "baselines/perfgate.db";
+  fs::path json_path;
+  int runs = 5;
+  bool record = true;
+  CiOverrides ci;
+};
+
+nlohmann::json calibration_json(const Calibration& c, const std::vector<int64_t>& run_ids) {
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& n : c.metrics)
+    metrics[n.metric] = {{"unit", n.unit},
+                         {"typical", n.typical},
+                         {"iteration_noise_pct", n.iteration_noise_pct},
+                         {"run_noise_pct", n.run_noise_pct},
+                         {"detectable_pct", n.detectable_pct},
+                         {"suggested_warn_pct", n.suggested_warn_pct},
+                         {"suggested_fail_pct", n.suggested_fail_pct},
+                         {"current_fail_pct",
+                          n.gated ? nlohmann::json(n.current_fail_pct) : nlohmann::json(nullptr)},
+                         {"current_too_tight", n.current_too_tight}};
+  return {{"runs", c.runs},
+          {"run_ids", run_ids},
+          {"window", c.window},
+          {"confidence_pct", c.confidence},
+          {"suggested_repeat_count", c.suggested_repeat_count},
+          {"metrics", metrics}};
+}
+
+int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
+  Profile profile = load_profile(opt.profile_path, ctx.env);
+  // Calibration measures run-to-run noise for stored baselines; a paired run's own
+  // A/A is a paired run with the same build on both sides.
+  if (profile.paired)
+    throw Error("calibrate: " + opt.profile_path.string() +
+                " is paired; calibrate a profile without its paired section, or run it with "
+                "the same build as paired.baseline to see paired noise");
+  auto ci = read_ci_context(opt.ci, ctx.env);
+  auto host = read_host_fingerprint();
+  std::optional<BaselineStore> store;
+  if (opt.record) store = BaselineStore::open(opt.store_path);
+  std::vector<RunFigures> figures;
+  std::vector<int64_t> ids;
+  for (int i = 0; i < opt.runs; ++i) {
+    spdlog::info("calibration run {}/{}", i + 1, opt.runs);
+    auto run = measure_run(profile, ci, host, ctx.stop);
+    run.record.kind = "calibration";  // A/A runs measure noise; they are never baselines
+    if (store) ids.push_back(store->record(run.record));
+    // A saturated run measured the load machine, not the service's noise.
+    if (run.record.saturation.saturated) {
+      spdlog::warn("calibration run {} left out: the load machine was saturated", i + 1);
+      continue;
+    }
+    figures.push_back(std::move(run.figures));
+  }
+  if (figures.size() < 2)
+    throw Error("calibrate: fewer than 2 of " + std::to_string(opt.runs) +
+                " runs were not saturated; free the load machine and try again");
+  auto calibration = calibrate(figures, profile);
+  std::cout << calibration_report(calibration);
+  if (!opt.json_path.empty()) {
+    std::ofstream out(opt.json_path, std::ios::trunc);
+    out << calibration_json(calibration, ids).dump(2) << "\n";
+    if (!out) throw Error("--json: cannot write " + opt.json_path.string());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_calibrate_command(CommandSet& commands) {
+  auto opt = std::make_shared<CalibrateOptions>();
+  auto* cmd = commands.app().add_subcommand(
+      "calibrate", "Run A/A runs of a profile and suggest limits its noise allows");
+  cmd->add_option("profile", opt->profile_path, "Profile file")->required();
+  cmd->add_option("--runs", opt->runs, "How many runs")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
+  cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
+  cmd->add_option("--json", opt->json_path, "Write the figures as JSON here");
+  cmd->add_option("--branch", opt->ci.branch, "Branch recorded with the runs");
+  cmd->add_option("--commit", opt->ci.commit, "Commit recorded with the runs");
+  cmd->add_flag("!--no-record", opt->record, "Do not store the calibration runs");
+  commands.add(cmd, [opt](const CommandContext& ctx) { return calibrate_profile(*opt, ctx); });
+}
+
+}  // namespace perfgate

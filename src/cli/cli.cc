@@ -1,0 +1,124 @@
+#include "perfgate/cli/cli.h"
+
+#include <curl/curl.h>
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "perfgate/cli/command.h"
+#include "perfgate/core/exit_status.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The one piece of process-wide state: a signal handler can reach nothing else.
+std::atomic<bool>& stop_requested() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+void on_stop_signal(int) {
+  stop_requested() = true;
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// ${PERFGATE} in a profile is this very binary, so the demo profile can start
+// `perfgate demo-server` without anything installed on the PATH.
+EnvLookup cli_environment() {
+  auto process = process_environment();
+  return [process](std::string_view name) -> std::optional<std::string> {
+    auto value = process(name);
+    if (value || name != "PERFGATE") return value;
+    std::error_code ec;
+    auto self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return std::nullopt;
+    return self.string();
+  };
+}
+
+void setup_logging(const std::string& level, bool quiet) {
+  auto logger = spdlog::stderr_color_mt("perfgate");
+  logger->set_pattern("%^[%H:%M:%S] %v%$");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(level));
+}
+
+std::string version_text() {
+  return std::string("perfgate ") + PERFGATE_VERSION + " (libcurl " +
+         curl_version_info(CURLVERSION_NOW)->version + ")";
+}
+
+}  // namespace
+
+void CommandSet::add(CLI::App* subcommand, CommandAction action) {
+  commands_.emplace_back(subcommand, std::move(action));
+}
+
+int CommandSet::run_selected(const CommandContext& context) const {
+  for (const auto& [subcommand, action] : commands_)
+    if (subcommand->parsed()) return action(context);
+  throw Error("no command given (see --help)");
+}
+
+Nanos duration_flag(const std::string& flag, const std::string& text) {
+  auto d = parse_duration(text);
+  if (!d || d->count() <= 0)
+    throw Error(flag + ": must be a duration like \"10s\", got \"" + text + "\"");
+  return *d;
+}
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"perfgate: a performance gate for CI pipelines"};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  app.fallthrough();  // `perfgate run P --log-level debug` as well as `perfgate --log-level debug
+                      // run P`
+  std::string log_level = "info";
+  bool quiet = false;
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
+  CommandSet commands(app);
+  register_run_command(commands);
+  register_bench_command(commands);
+  register_validate_command(commands);
+  register_demo_server_command(commands);
+  register_doctor_command(commands);
+  register_store_command(commands);
+  register_report_command(commands);
+  register_history_command(commands);
+  register_calibrate_command(commands);
+  register_merge_command(commands);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "perfgate: error: " << e.what() << " (see --help)\n";
+    return to_int(ExitStatus::kError);
+  }
+  try {
+    setup_logging(log_level, quiet);
+    install_stop_handlers();
+    return commands.run_selected({cli_environment(), stop_requested()});
+  } catch (const ProfileError& e) {
+    for (const auto& line : e.lines()) std::cerr << "perfgate: error: " << line << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "perfgate: error: " << e.what() << "\n";
+  }
+  return to_int(ExitStatus::kError);
+}
+
+}  // namespace perfgate

@@ -1,0 +1,77 @@
+// `perfgate demo-server`: the embedded target of the README's demo and the tests.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "perfgate/cli/command.h"
+#include "perfgate/core/error.h"
+#include "perfgate/load/demo_server.h"
+
+namespace perfgate {
+namespace {
+
+struct DemoArgs {
+  DemoServerOptions options;
+  std::string delay = "0s";
+  std::string work = "0s";
+  std::string tail_delay = "0s";
+  std::string port_file;
+};
+
+void write_port_file(const std::string& path, uint16_t port) {
+  if (path.empty()) return;
+  // Written whole then renamed, so a reader never sees a partial number.
+  auto tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::filesystem::rename(tmp, path);
+}
+
+int run_demo_server(DemoArgs args) {
+  if (args.delay != "0s") args.options.delay = duration_flag("--delay", args.delay);
+  if (args.options.delay.count() > 0 && args.options.delay_every == 0) args.options.delay_every = 1;
+  if (args.tail_delay != "0s")
+    args.options.tail_delay = duration_flag("--tail-delay", args.tail_delay);
+  if (args.options.tail_delay.count() > 0 && args.options.tail_every == 0)
+    throw Error("--tail-delay: needs --tail-every N (e.g. 50 for 2 % of responses)");
+  if (args.work != "0s") args.options.work = duration_flag("--work", args.work);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the server's threads start
+  DemoServer server(args.options);
+  write_port_file(args.port_file, server.port());
+  spdlog::info("demo server listening on {}", server.url());
+  int signal = 0;
+  sigwait(&signals, &signal);
+  server.stop();
+  return 0;
+}
+
+}  // namespace
+
+void register_demo_server_command(CommandSet& commands) {
+  auto args = std::make_shared<DemoArgs>();
+  // Hidden from the main help (empty group): a target for the demo and the tests.
+  auto* demo =
+      commands.app().add_subcommand("demo-server", "Serve the demo target on 127.0.0.1")->group("");
+  demo->add_option("--port", args->options.port, "Port (0 = any free one)")->capture_default_str();
+  demo->add_option("--port-file", args->port_file, "Write the bound port here");
+  demo->add_option("--delay", args->delay, "Delay added to every --delay-every-th response");
+  demo->add_option("--delay-every", args->options.delay_every,
+                   "Delay every N-th response (default 1 with --delay)");
+  demo->add_option("--tail-delay", args->tail_delay,
+                   "A second delay, on top of --delay, on every --tail-every-th response");
+  demo->add_option("--tail-every", args->options.tail_every,
+                   "Tail-delay every N-th response, e.g. 50 for 2 %");
+  demo->add_option("--error-every", args->options.error_every, "Every N-th response is a 500");
+  demo->add_option("--work", args->work, "CPU burned per response, e.g. 50us");
+  demo->add_option("--body-bytes", args->options.body_bytes, "Response body size");
+  commands.add(demo, [args](const CommandContext&) { return run_demo_server(*args); });
+}
+
+}  // namespace perfgate

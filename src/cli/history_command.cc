@@ -1,0 +1,228 @@
+// `perfgate history`, `compare`, `accept` and `reject`: working with the stored
+// runs without new load (issue 5).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "perfgate/cli/command.h"
+#include "perfgate/cli/gate.h"
+#include "perfgate/cli/progress.h"
+#include "perfgate/core/error.h"
+#include "perfgate/report/report_format.h"
+#include "perfgate/store/baseline.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct HistoryOptions {
+  fs::path store_path = "baselines/perfgate.db";
+  std::string profile_name;
+  std::string branch;
+  int limit = 20;
+  bool json = false;
+};
+
+// Reading commands never create a store: a mistyped --store must not leave one.
+BaselineStore open_existing(const fs::path& path, BaselineStore::Mode mode) {
+  if (!fs::exists(path)) throw Error(path.string() + ": no such store");
+  return BaselineStore::open(path, mode);
+}
+
+// Why a run is not a baseline, or what a person said about it: one word each.
+std::vector<std::string> flags_of(const RunRecord& run) {
+  std::vector<std::string> flags;
+  if (run.status != "complete") flags.push_back(run.status);
+  if (run.kind != "gate") flags.push_back(run.kind);
+  if (run.saturation.saturated) flags.push_back("saturated");
+  if (!run.review.state.empty()) flags.push_back(run.review.state);
+  if (run.eligible_as_baseline()) flags.push_back("baseline");
+  return flags;
+}
+
+constexpr std::array<const char*, 3> kKeyMetrics = {"throughput_rps", "latency_p99_ms",
+                                                    "error_rate_pct"};
+
+json run_json(const RunRecord& run, const RunFigures& figures) {
+  json metrics = json::object();
+  for (const auto& [key, value] : figures.summary) metrics[key] = value;
+  return {{"run_id", run.id},
+          {"created_at", run.created_at},
+          {"profile", run.profile_name},
+          {"profile_hash", run.profile_hash},
+          {"branch", run.ci.branch},
+          {"baseline_branch", run.ci.baseline_branch},
+          {"commit", run.ci.commit},
+          {"pipeline_id", run.ci.pipeline_id},
+          {"verdict", std::string(to_string(run.verdict))},
+          {"status", run.status},
+          {"kind", run.kind},
+          {"saturation",
+           {{"saturated", run.saturation.saturated}, {"reasons", run.saturation.reasons}}},
+          {"review",
+           {{"state", run.review.state},
+            {"reason", run.review.reason},
+            {"by", run.review.by},
+            {"at", run.review.at}}},
+          {"baseline_eligible", run.eligible_as_baseline()},
+          {"engine", run.engine},
+          {"host_key", run.host.key()},
+          {"metrics", metrics}};
+}
+
+std::string table_line(const std::vector<std::string>& cells, const std::vector<size_t>& width) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    std::string pad(width[i] - std::min(width[i], cells[i].size()), ' ');
+    line += (i ? "  " : "") + (i >= 5 && i <= 7 ? pad + cells[i] : cells[i] + pad);
+  }
+  line.erase(line.find_last_not_of(' ') + 1);
+  return line + "\n";
+}
+
+int history(const HistoryOptions& opt) {
+  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
+  std::vector<RunRecord> runs;
+  for (const auto& header : store.runs(opt.profile_name, 0)) {
+    if (!opt.branch.empty() && header.ci.branch != opt.branch) continue;
+    if (opt.limit > 0 && static_cast<int>(runs.size()) >= opt.limit) break;
+    if (auto run = store.run(header.id)) runs.push_back(std::move(*run));
+  }
+  if (opt.json) {
+    json out = json::array();
+    for (const auto& run : runs) out.push_back(run_json(run, stored_run_figures(run)));
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {{"run", "created", "profile", "branch", "commit",
+                                                 "req/s", "p99 ms", "errors %", "verdict",
+                                                 "flags"}};
+  for (const auto& run : runs) {
+    auto figures = stored_run_figures(run).summary;
+    auto figure = [&](const char* key, std::string_view unit) {
+      auto it = figures.find(key);
+      return it == figures.end() ? std::string("-") : report::format_value(it->second, unit);
+    };
+    rows.push_back({std::to_string(run.id), run.created_at, report::one_line(run.profile_name),
+                    report::one_line(run.ci.branch), report::short_id(run.ci.commit, 7),
+                    figure(kKeyMetrics[0], "req/s"), figure(kKeyMetrics[1], "ms"),
+                    figure(kKeyMetrics[2], "%"), std::string(to_string(run.verdict)),
+                    report::join(flags_of(run), ",")});
+  }
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : rows) std::cout << table_line(row, width);
+  if (runs.empty()) std::cout << "(no runs)\n";
+  return 0;
+}
+
+// Who accepted a regression, from the CI's own variables: the audit trail.
+std::string reviewer(const EnvLookup& env) {
+  for (const char* name : {"GITLAB_USER_LOGIN", "GITHUB_ACTOR", "USER", "LOGNAME"})
+    if (auto value = env(name); value && !value->empty()) return *value;
+  return "unknown";
+}
+
+struct ReviewOptions {
+  fs::path store_path = "baselines/perfgate.db";
+  int64_t run_id = 0;
+  std::string reason;
+};
+
+int review(const ReviewOptions& opt, const std::string& state, const EnvLookup& env) {
+  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
+  auto run = store.run(opt.run_id);
+  std::string name = "run " + std::to_string(opt.run_id);
+  if (!run) throw Error(opt.store_path.string() + ": no " + name);
+  if (state == "accepted") {
+    // Only a run that measured the service can be its new normal.
+    if (run->status != "complete")
+      throw Error(name + " is " + run->status + "; it cannot be accepted");
+    if (run->kind != "gate")
+      throw Error(name + " is a " + run->kind + " run; it cannot be accepted");
+    if (run->saturation.saturated)
+      throw Error(name + " was saturated: its figures say nothing about the service; it cannot " +
+                  "be accepted");
+  }
+  store.set_review(opt.run_id, {state, opt.reason, reviewer(env),
+                                utc_timestamp(std::chrono::system_clock::now())});
+  std::cout << name << " (profile " << run->profile_name << ", branch " << run->ci.branch
+            << ", commit " << report::short_id(run->ci.commit, 7) << ") " << state
+            << (state == "accepted" ? ": it is the baseline of the runs after it"
+                                    : ": it is never a baseline")
+            << "\n";
+  return 0;
+}
+
+void register_history(CommandSet& commands) {
+  auto opt = std::make_shared<HistoryOptions>();
+  auto* cmd = commands.app().add_subcommand("history", "List stored runs, newest first");
+  cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
+  cmd->add_option("--profile", opt->profile_name, "Only runs of this profile");
+  cmd->add_option("--branch", opt->branch, "Only runs of this branch");
+  cmd->add_option("--limit", opt->limit, "At most this many runs (0: all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", opt->json, "Print JSON (an array of runs) instead of a table");
+  commands.add(cmd, [opt](const CommandContext&) { return history(*opt); });
+}
+
+void register_compare(CommandSet& commands) {
+  auto opt = std::make_shared<RunOptions>();
+  auto run_id = std::make_shared<int64_t>(0);
+  auto* cmd = commands.app().add_subcommand(
+      "compare", "Judge a stored run again against the runs before it, without new load");
+  cmd->add_option("run", *run_id, "Run id (see perfgate history)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
+  cmd->add_option_function<int64_t>(
+         "--baseline-run", [opt](int64_t id) { opt->baseline_run = id; },
+         "Judge against this run alone")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--any-host", opt->any_host, "Take baselines from runs on any load machine");
+  cmd->add_option("--junit", opt->junit_path, "Write a JUnit XML report here");
+  cmd->add_option("--json", opt->json_path, "Write the JSON result here");
+  commands.add(cmd, [opt, run_id](const CommandContext&) {
+    auto store = open_existing(opt->store_path, BaselineStore::Mode::kReadOnly);
+    auto result = rejudge_run(store, *run_id, *opt);
+    write_reports(*opt, result, &std::cout);
+    return to_int(result.exit_code);
+  });
+}
+
+void register_review(CommandSet& commands, const std::string& name, const std::string& state,
+                     const std::string& help) {
+  auto opt = std::make_shared<ReviewOptions>();
+  auto* cmd = commands.app().add_subcommand(name, help);
+  cmd->add_option("run", opt->run_id, "Run id (see perfgate history)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
+  auto* reason = cmd->add_option("--reason", opt->reason, "Why, for the record");
+  if (state == "accepted") reason->required();
+  commands.add(cmd, [opt, state](const CommandContext& ctx) {
+    if (state == "accepted" && opt->reason.find_first_not_of(" \t") == std::string::npos)
+      throw Error("--reason: say why the change is intended");
+    return review(*opt, state, ctx.env);
+  });
+}
+
+}  // namespace
+
+void register_history_command(CommandSet& commands) {
+  register_history(commands);
+  register_compare(commands);
+  register_review(commands, "accept", "accepted",
+                  "Accept a run's regression as intended: it becomes the new baseline");
+  register_review(commands, "reject", "rejected", "Keep a run from ever being a baseline");
+}
+
+}  // namespace perfgate

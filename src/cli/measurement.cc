@@ -1,0 +1,376 @@
+#include "measurement.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "perfgate/cli/progress.h"
+#include "perfgate/host/saturation.h"
+#include "perfgate/host/service_process.h"
+#include "perfgate/load/load_engine.h"
+
+namespace perfgate {
+namespace {
+
+std::unique_ptr<ServiceProcess> start_service(const Profile& profile) {
+  if (!profile.service) return nullptr;
+  spdlog::info("starting service: {}", profile.service->command.front());
+  auto service = std::make_unique<ServiceProcess>(*profile.service);
+  service->wait_ready();
+  return service;
+}
+
+// Watches, while the load runs, for what must end it early: a stop signal, or
+// the death of the service perfgate started (every figure after it would be
+// about connection errors, not the service).
+class LoadGuard {
+ public:
+  LoadGuard(const std::atomic<bool>& signal, ServiceProcess* service)
+      : signal_(signal), service_(service), thread_([this] { watch(); }) {}
+  ~LoadGuard() { finish(); }
+  LoadGuard(const LoadGuard&) = delete;
+  LoadGuard& operator=(const LoadGuard&) = delete;
+
+  const std::atomic<bool>& stop() const { return stop_; }
+  /// Stops watching; says how the service ended when it died during the load.
+  std::optional<std::string> finish() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (!died_) return std::nullopt;
+    return "service \"" + service_command_ + "\" " + service_->exit_description() +
+           " during the load";
+  }
+
+ private:
+  void watch() {
+    if (service_) service_command_ = service_->command();
+    while (!done_) {
+      if (signal_) stop_ = true;
+      if (service_ && !service_->running()) {
+        died_ = true;
+        stop_ = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  const std::atomic<bool>& signal_;
+  ServiceProcess* service_;
+  std::string service_command_;
+  std::atomic<bool> stop_{false}, done_{false};
+  bool died_ = false;  // written by the watcher, read after the join
+  std::thread thread_;
+};
+
+int64_t unix_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// --start-at: shards on several machines begin their warm-up together, so that
+// their measurement windows overlap. A late start still runs (merge checks the
+// overlap); a start more than an hour away is surely a mistake.
+void wait_for_start(std::optional<WallTime> start_at, const std::atomic<bool>& stop) {
+  if (!start_at) return;
+  using namespace std::chrono;
+  auto ahead = duration_cast<milliseconds>(*start_at - system_clock::now());
+  if (ahead > hours(1)) throw Error("--start-at: " + format_duration(ahead) + " away; at most 1h");
+  if (ahead < milliseconds(-1000)) {
+    spdlog::warn("--start-at passed {} ago; starting now", format_duration(-ahead));
+    return;
+  }
+  spdlog::info("waiting {} for --start-at", format_duration(std::max(ahead, milliseconds(0))));
+  while (!stop && system_clock::now() < *start_at)
+    std::this_thread::sleep_for(
+        std::min<system_clock::duration>(milliseconds(20), *start_at - system_clock::now()));
+}
+
+// The service's root PID: the one perfgate started, else the profile's pid_file
+// or process name for a service running beside perfgate.
+std::optional<pid_t> service_pid(const Profile& profile, const ServiceProcess* started,
+                                 const ProcReader& proc) {
+  if (started) return started->pid();
+  if (!profile.service) return std::nullopt;
+  if (!profile.service->pid_file.empty()) {
+    std::ifstream in(profile.service->pid_file);
+    pid_t pid = 0;
+    if (in >> pid && pid > 0) return pid;
+    spdlog::warn("service.pid_file {}: no PID in it; the service's CPU is not attributed",
+                 profile.service->pid_file);
+  }
+  if (!profile.service->process_name.empty())
+    return proc.find_process(profile.service->process_name);
+  return std::nullopt;
+}
+
+// A live line on a terminal, timestamped lines in a CI log; none with --quiet.
+std::optional<Progress> make_progress(int windows, Nanos planned) {
+  if (spdlog::get_level() > spdlog::level::info) return std::nullopt;
+  return std::make_optional<Progress>(
+      std::cerr, progress_style(isatty(STDERR_FILENO), process_environment()), windows, planned);
+}
+
+// One engine run of `plan` with the host sampled around it.
+Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::atomic<bool>& stop,
+                     std::optional<pid_t> service, std::optional<WallTime> start_at,
+                     Progress* progress) {
+  auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
+  probe_target(profile.target, profile.load.timeout);
+  wait_for_start(start_at, stop);
+  spdlog::log(progress ? spdlog::level::info : spdlog::level::debug,
+              "load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
+              plan.threads, plan.connections, format_duration(plan.warmup), plan.iterations,
+              format_duration(plan.duration));
+  Measurement m;
+  m.origin = SteadyClock::now();
+  HostSampler sampler(ProcReader("/"), profile.saturation.interval, service);
+  sampler.start();
+  // The engine reports each iteration right after its window closes: that moment,
+  // less the window's length, is the window on the sampler's clock.
+  std::vector<TimeWindow> windows;
+  m.load = engine->run(plan, stop, [&](const Iteration& it) {
+    auto end = SteadyClock::now();
+    auto wall_end = unix_ms(std::chrono::system_clock::now());
+    windows.push_back({end - it.duration, end});
+    m.wall_ms.emplace_back(wall_end - static_cast<int64_t>(to_millis(it.duration)), wall_end);
+    if (progress) progress->on_iteration(it);
+  });
+  sampler.stop();
+  m.aborted = stop;
+  m.samples = sampler.samples();
+  for (size_t i = 0; i < windows.size(); ++i)
+    m.windows.push_back(summarize_window(m.samples, windows[i], static_cast<int>(i)));
+  return m;
+}
+
+std::vector<WindowSummary> kept_windows(const Measurement& m) {
+  std::vector<WindowSummary> kept;
+  for (const auto* it : m.load.kept())
+    if (static_cast<size_t>(it->index) < m.windows.size()) kept.push_back(m.windows[it->index]);
+  return kept;
+}
+
+// The open model's rule: when most kept iterations fell short of the asked rate,
+// the run measured a different load than the profile asked for.
+void check_rate_achieved(const LoadResult& load, Saturation& saturation) {
+  auto kept = load.kept();
+  if (kept.empty() || kept.front()->target_rate <= 0) return;
+  std::vector<double> achieved;
+  uint64_t never_sent = 0;
+  size_t short_of = 0;
+  for (const auto* it : kept) {
+    achieved.push_back(it->throughput_rps());
+    never_sent += it->stats.never_sent;
+    if (it->below_target_rate()) ++short_of;
+  }
+  if (short_of * 2 < kept.size()) return;
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "open model: %.0f req/s achieved of the %.0f asked (median), %llu requests "
+                "never sent, in %zu of %zu iterations",
+                median(achieved), kept.front()->target_rate,
+                static_cast<unsigned long long>(never_sent), short_of, kept.size());
+  saturation.saturated = true;
+  saturation.reasons.push_back(text);
+}
+
+}  // namespace
+
+std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>& windows) {
+  std::vector<std::optional<double>> out;
+  for (const auto& w : windows) out.push_back(w.service_cpu_s);
+  return out;
+}
+
+Saturation judge_saturation(const Profile& profile, const Measurement& m, bool paired_side) {
+  SaturationContext context;
+  context.service_remote = !is_loopback_url(profile.target.url);
+  context.paired = paired_side;
+  auto saturation = evaluate_saturation(kept_windows(m), profile.saturation, context);
+  check_rate_achieved(m.load, saturation);
+  for (const auto& reason : saturation.reasons) spdlog::warn("load machine saturated: {}", reason);
+  for (const auto& finding : saturation.shared) spdlog::info("load machine busy: {}", finding);
+  return saturation;
+}
+
+HostSummary host_summary(const Measurement& m, const MetricSet& metrics) {
+  HostSummary h;
+  h.memory_available_min_pct = 100;
+  for (const auto& w : kept_windows(m)) {
+    h.samples += w.samples;
+    h.host_cpu_mean_pct += w.host_cpu_mean_pct * w.samples;
+    h.host_cpu_max_pct = std::max(h.host_cpu_max_pct, w.host_cpu_max_pct);
+    h.steal_max_pct = std::max(h.steal_max_pct, w.steal_max_pct);
+    h.generator_thread_max_pct = std::max(h.generator_thread_max_pct, w.generator_thread_max_pct);
+    h.foreign_cpu_max_pct = std::max(h.foreign_cpu_max_pct, w.foreign_cpu_max_pct);
+    h.memory_available_min_pct = std::min(h.memory_available_min_pct, w.memory_available_min_pct);
+    if (w.cpu_pressure_max_pct)
+      h.cpu_pressure_max_pct =
+          std::max(h.cpu_pressure_max_pct.value_or(0), *w.cpu_pressure_max_pct);
+  }
+  if (h.samples) h.host_cpu_mean_pct /= h.samples;
+  if (auto it = metrics.find("service_cpu_us_per_request"); it != metrics.end())
+    h.service_cpu_us_per_request = it->second;
+  return h;
+}
+
+// A window without a single response means the target went away mid-run: no
+// figure of that run describes the service. Unless the load machine was
+// saturated and nothing failed either: then a starved load thread (or service)
+// may have stalled through the window, and the run is inconclusive, not an error.
+void require_responses(const LoadResult& load, const std::string& url, Saturation& saturation) {
+  for (const auto* it : load.kept()) {
+    if (it->stats.responses > 0) continue;
+    uint64_t errors = it->stats.errors.total();
+    std::string what = "no response from " + redacted_url(url) + " in iteration " +
+                       std::to_string(it->index + 1) + " (" + std::to_string(errors) +
+                       " socket errors)";
+    if (errors > 0) throw Error(what);
+    if (!saturation.saturated)
+      throw Error(what + ": the target hung, or the load machine stalled through the window");
+    saturation.reasons.push_back(what + ", on a saturated load machine");
+    spdlog::warn("load machine saturated: {}", saturation.reasons.back());
+  }
+}
+
+// The run as the store keeps it, before it is judged.
+RunRecord make_record(const Profile& profile, const Measurement& m, const CiContext& ci,
+                      const HostFingerprint& host, const std::string& started_at) {
+  RunRecord rec;
+  rec.created_at = started_at;
+  rec.profile_name = profile.name;
+  rec.profile_hash = profile.hash;
+  rec.profile_json = profile.redacted_json;
+  rec.ci = ci;
+  rec.host = host;
+  rec.engine = m.load.engine;
+  rec.threads = m.load.threads;
+  rec.connections = m.load.connections;
+  rec.iterations = m.load.iterations;
+  rec.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
+  return rec;
+}
+
+// No figure of a run whose service died describes the service: no verdict.
+[[noreturn]] static void throw_service_death(const std::string& what, const LoadResult& load) {
+  auto total = load.kept_total();
+  throw Error(what + ", after " + std::to_string(load.iterations.size()) + " iterations (" +
+              std::to_string(total.errors.total()) + " socket errors, " +
+              std::to_string(total.responses) + " responses kept); nothing stored");
+}
+
+// The load with the service (when the profile starts one) around it. A service
+// that died during the load ends the run here; a signal is the caller's to handle.
+Measurement measure_load(const Profile& profile, const std::atomic<bool>& stop,
+                         std::optional<WallTime> start_at) {
+  Measurement m;
+  std::optional<std::string> death;
+  {
+    auto service = start_service(profile);
+    LoadGuard guard(stop, service.get());
+    auto plan = plan_from_profile(profile);
+    auto progress = make_progress(plan.iterations, plan.warmup + plan.duration * plan.iterations);
+    m = run_load(profile, plan, guard.stop(), service_pid(profile, service.get(), ProcReader("/")),
+                 start_at, progress ? &*progress : nullptr);
+    if (progress) progress->finish();
+    death = guard.finish();
+  }  // the service stops here, before judging and reporting
+  if (death) throw_service_death(*death, m.load);
+  return m;
+}
+
+namespace {
+
+// One side of a paired run while it is measured.
+struct PairedSide {
+  const char* name;  // "baseline" or "candidate", for the log
+  const Profile& profile;
+  std::optional<pid_t> service;
+  Measurement& out;
+};
+
+// A leg's single window becomes iteration `index` of its side. Its samples join
+// the side's: the other side's legs lie between, so no window holds a foreign sample.
+void append_leg(Measurement& side, Measurement leg, int index, bool discarded) {
+  if (leg.load.iterations.empty()) return;  // stopped before its window
+  if (side.load.iterations.empty()) {
+    side.origin = leg.origin;
+    side.load.engine = leg.load.engine;
+    side.load.threads = leg.load.threads;
+    side.load.connections = leg.load.connections;
+  }
+  Iteration& it = leg.load.iterations.front();
+  it.index = index;
+  it.discarded = discarded;
+  side.load.iterations.push_back(std::move(it));
+  side.load.warmup.merge(leg.load.warmup);
+  WindowSummary window = leg.windows.front();
+  window.iteration = index;
+  side.windows.push_back(window);
+  side.wall_ms.push_back(leg.wall_ms.front());
+  side.samples.insert(side.samples.end(), leg.samples.begin(), leg.samples.end());
+  if (leg.load.in_flight_at_end)
+    side.load.in_flight_at_end =
+        side.load.in_flight_at_end.value_or(0) + *leg.load.in_flight_at_end;
+}
+
+}  // namespace
+
+PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseline,
+                                 const std::atomic<bool>& stop) {
+  const PairedSpec& paired = candidate.paired.value();
+  PairedMeasurement out;
+  std::optional<std::string> death;
+  {
+    auto baseline_service = start_service(baseline);
+    auto candidate_service = start_service(candidate);
+    LoadGuard baseline_guard(stop, baseline_service.get());
+    LoadGuard guard(baseline_guard.stop(), candidate_service.get());
+    ProcReader proc("/");
+    std::array<PairedSide, 2> sides = {
+        PairedSide{"baseline", baseline, service_pid(baseline, baseline_service.get(), proc),
+                   out.baseline},
+        PairedSide{"candidate", candidate, service_pid(candidate, candidate_service.get(), proc),
+                   out.candidate}};
+    int pairs = candidate.repeat.count;
+    // Both reachable before anything is said: an unreachable side is one error line.
+    probe_target(baseline.target, baseline.load.timeout);
+    probe_target(candidate.target, candidate.load.timeout);
+    auto leg_length = candidate.load.duration + paired.leg_warmup;
+    auto progress = make_progress(2 * pairs, 2 * candidate.load.warmup + 2 * pairs * leg_length);
+    spdlog::info("paired: {} pairs of {} windows, baseline at {}, order A B, B A, ...", pairs,
+                 format_duration(candidate.load.duration), redacted_url(paired.origin));
+    for (int i = 0; i < pairs && !guard.stop(); ++i) {
+      for (int k = 0; k < 2 && !guard.stop(); ++k) {
+        PairedSide& side = sides[static_cast<size_t>(i % 2 == 0 ? k : 1 - k)];
+        LoadPlan plan = plan_from_profile(side.profile);
+        plan.iterations = 1;
+        plan.discard = 0;
+        plan.warmup = side.out.load.iterations.empty() ? candidate.load.warmup : paired.leg_warmup;
+        spdlog::debug("pair {}/{}: {} window", i + 1, pairs, side.name);
+        auto leg = run_load(side.profile, plan, guard.stop(), side.service, std::nullopt, nullptr);
+        append_leg(side.out, std::move(leg), i, i < candidate.repeat.discard);
+        if (progress && !side.out.load.iterations.empty()) {
+          Iteration shown = side.out.load.iterations.back();
+          shown.index = 2 * i + k;
+          progress->on_iteration(shown);
+        }
+      }
+    }
+    if (progress) progress->finish();
+    death = guard.finish();
+    if (!death) death = baseline_guard.finish();
+    out.baseline.aborted = out.candidate.aborted = guard.stop();
+  }  // both services stop here
+  if (death) throw_service_death(*death, out.candidate.load);
+  return out;
+}
+
+}  // namespace perfgate

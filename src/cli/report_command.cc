@@ -1,0 +1,128 @@
+// `perfgate report --html` and `perfgate export`: views of the stored runs.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "perfgate/cli/command.h"
+#include "perfgate/core/error.h"
+#include "perfgate/report/benchmark_export.h"
+#include "perfgate/report/html_report.h"
+#include "perfgate/store/baseline_store.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportOptions {
+  fs::path html_path;
+  fs::path store_path = "baselines/perfgate.db";
+  std::string profile;  // empty = the latest run's profile
+  std::string branch;   // empty = every branch
+  int limit = 200;
+};
+
+struct ExportOptions {
+  std::string format = "github-action-benchmark";
+  std::string tool = "customSmallerIsBetter";
+  fs::path store_path = "baselines/perfgate.db";
+  std::string profile;
+  fs::path output;  // empty = stdout
+};
+
+// Reading must never create a store: a typo in --store is an error, not an empty report.
+BaselineStore open_existing(const fs::path& path) {
+  if (!fs::exists(path)) throw Error(path.string() + ": no such store (see --store)");
+  return BaselineStore::open(path, BaselineStore::Mode::kReadOnly);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out.flush()) throw Error(path.string() + ": cannot write");
+}
+
+std::vector<RunRecord> newest_first(BaselineStore& store, const std::string& profile, int limit) {
+  auto runs = store.runs(profile, limit);
+  if (runs.empty())
+    throw Error(store.path().string() + ": no runs" +
+                (profile.empty() ? "" : " of profile \"" + profile + "\""));
+  return runs;
+}
+
+// One series: the latest run's profile and hash (another hash is another test),
+// optionally one branch, oldest first, iterations loaded for the figures.
+std::vector<RunRecord> series(BaselineStore& store, const ReportOptions& opt) {
+  auto listed = newest_first(store, opt.profile, opt.limit);
+  const std::string name = listed.front().profile_name, hash = listed.front().profile_hash;
+  std::vector<RunRecord> runs;
+  for (const RunRecord& run : listed) {
+    if (run.profile_name != name || run.profile_hash != hash) continue;
+    if (!opt.branch.empty() && run.ci.branch != opt.branch) continue;
+    if (auto full = store.run(run.id)) runs.push_back(std::move(*full));
+  }
+  std::reverse(runs.begin(), runs.end());
+  return runs;
+}
+
+int run_report(const ReportOptions& opt) {
+  auto store = open_existing(opt.store_path);
+  auto runs = series(store, opt);
+  if (runs.empty()) throw Error("no runs on branch \"" + opt.branch + "\" (see --branch)");
+  write_text(opt.html_path, html_report(html_input(runs)));
+  std::cout << "wrote " << opt.html_path.string() << " (" << runs.size() << " runs of \""
+            << runs.back().profile_name << "\")\n";
+  return 0;
+}
+
+int run_export(const ExportOptions& opt) {
+  auto store = open_existing(opt.store_path);
+  auto latest = store.run(newest_first(store, opt.profile, 1).front().id);
+  if (!latest) throw Error(opt.store_path.string() + ": the latest run vanished while reading");
+  Better direction = opt.tool == "customBiggerIsBetter" ? Better::kHigher : Better::kLower;
+  std::string text = github_action_benchmark(*latest, direction).dump(2) + "\n";
+  if (opt.output.empty())
+    std::cout << text;
+  else
+    write_text(opt.output, text);
+  return 0;
+}
+
+void register_report(CommandSet& commands) {
+  auto opt = std::make_shared<ReportOptions>();
+  auto* cmd = commands.app().add_subcommand("report", "Write an HTML report of the stored runs");
+  cmd->add_option("--html", opt->html_path, "Write the HTML report here")->required();
+  cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
+  cmd->add_option("--profile", opt->profile, "Profile name (default: the latest run's)");
+  cmd->add_option("--branch", opt->branch, "Only runs of this branch (default: all)");
+  cmd->add_option("--limit", opt->limit, "At most this many recent runs")->capture_default_str();
+  commands.add(cmd, [opt](const CommandContext&) { return run_report(*opt); });
+}
+
+void register_export(CommandSet& commands) {
+  auto opt = std::make_shared<ExportOptions>();
+  auto* cmd = commands.app().add_subcommand("export", "Export the latest stored run");
+  cmd->add_option("--format", opt->format, "Output format")
+      ->check(CLI::IsMember({"github-action-benchmark"}))
+      ->capture_default_str();
+  cmd->add_option("--tool", opt->tool,
+                  "github-action-benchmark's tool: the metrics of one direction")
+      ->check(CLI::IsMember({"customSmallerIsBetter", "customBiggerIsBetter"}))
+      ->capture_default_str();
+  cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
+  cmd->add_option("--profile", opt->profile, "Profile name (default: the latest run's)");
+  cmd->add_option("--output", opt->output, "Write here instead of stdout");
+  commands.add(cmd, [opt](const CommandContext&) { return run_export(*opt); });
+}
+
+}  // namespace
+
+void register_report_command(CommandSet& commands) {
+  register_report(commands);
+  register_export(commands);
+}
+
+}  // namespace perfgate

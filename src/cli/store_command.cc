@@ -1,0 +1,124 @@
+// `perfgate store check|export|import|prune`: maintenance of the baseline store.
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "perfgate/cli/command.h"
+#include "perfgate/core/error.h"
+#include "perfgate/core/exit_status.h"
+#include "perfgate/store/store_maintenance.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct StoreOptions {
+  fs::path store_path = "baselines/perfgate.db";
+  std::string profile_name;
+  fs::path output_path;
+  fs::path import_path;
+  int64_t keep = -1;
+  std::string older_than;
+};
+
+// Maintenance never creates a store: a mistyped --store must not leave an empty one.
+BaselineStore open_existing(const fs::path& path, BaselineStore::Mode mode) {
+  if (!fs::exists(path)) throw Error(path.string() + ": no such store");
+  return BaselineStore::open(path, mode);
+}
+
+CLI::App* add_store_flag(CLI::App* sub, StoreOptions& opt) {
+  sub->add_option("--store", opt.store_path, "Baseline store (SQLite)")->capture_default_str();
+  return sub;
+}
+
+int check(const StoreOptions& opt) {
+  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
+  auto problems = check_store(store);
+  for (const auto& problem : problems)
+    std::cout << opt.store_path.string() << ": " << problem << "\n";
+  if (problems.empty())
+    std::cout << opt.store_path.string() << ": ok (" << store.run_count() << " runs)\n";
+  return to_int(problems.empty() ? ExitStatus::kPass : ExitStatus::kError);
+}
+
+int export_to(const StoreOptions& opt) {
+  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
+  if (opt.output_path.empty()) return export_runs(store, std::cout, opt.profile_name), 0;
+  std::ofstream out(opt.output_path, std::ios::trunc);
+  if (!out) throw Error(opt.output_path.string() + ": cannot write the export");
+  export_runs(store, out, opt.profile_name);
+  out.close();
+  if (!out) throw Error(opt.output_path.string() + ": cannot write the export");
+  return 0;
+}
+
+int import_from(const StoreOptions& opt) {
+  std::ifstream in(opt.import_path);
+  if (!in) throw Error(opt.import_path.string() + ": cannot read the import file");
+  auto store = BaselineStore::open(opt.store_path);
+  auto counts = import_runs(store, in, opt.import_path.string());
+  std::cout << opt.store_path.string() << ": imported " << counts.added << " runs, skipped "
+            << counts.skipped << " already stored\n";
+  return 0;
+}
+
+// "30d" (days) besides every unit parse_duration() knows.
+Nanos age_flag(const std::string& text) {
+  int64_t days = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), days);
+  if (ec == std::errc() && days > 0 && std::string_view(end) == "d")
+    return std::chrono::hours(24 * days);
+  return duration_flag("--older-than", text);
+}
+
+int prune(const StoreOptions& opt) {
+  PruneRule rule;
+  if (opt.keep >= 0) rule.keep = opt.keep;
+  if (!opt.older_than.empty()) rule.older_than = age_flag(opt.older_than);
+  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
+  auto deleted = prune_runs(store, rule);
+  std::cout << opt.store_path.string() << ": pruned " << deleted << " runs, " << store.run_count()
+            << " left\n";
+  return 0;
+}
+
+void add_check_and_export(CommandSet& commands, CLI::App* store,
+                          const std::shared_ptr<StoreOptions>& opt) {
+  auto* check_cmd = add_store_flag(
+      store->add_subcommand("check", "Check integrity and perfgate's invariants"), *opt);
+  commands.add(check_cmd, [opt](const CommandContext&) { return check(*opt); });
+  auto* export_cmd =
+      add_store_flag(store->add_subcommand("export", "Write runs as JSON lines"), *opt);
+  export_cmd->add_option("--profile", opt->profile_name, "Only this profile's runs");
+  export_cmd->add_option("--output,-o", opt->output_path, "Write here instead of stdout");
+  commands.add(export_cmd, [opt](const CommandContext&) { return export_to(*opt); });
+}
+
+void add_import_and_prune(CommandSet& commands, CLI::App* store,
+                          const std::shared_ptr<StoreOptions>& opt) {
+  auto* import_cmd = add_store_flag(
+      store->add_subcommand("import", "Add the runs of an export (duplicates skipped)"), *opt);
+  import_cmd->add_option("file", opt->import_path, "JSON lines from `store export`")->required();
+  commands.add(import_cmd, [opt](const CommandContext&) { return import_from(*opt); });
+  auto* prune_cmd = add_store_flag(store->add_subcommand("prune", "Delete old runs"), *opt);
+  prune_cmd->add_option("--keep", opt->keep, "Newest runs to keep per profile and branch")
+      ->check(CLI::NonNegativeNumber);
+  prune_cmd->add_option("--older-than", opt->older_than, "Delete runs older than this (30d, 12h)");
+  commands.add(prune_cmd, [opt](const CommandContext&) { return prune(*opt); });
+}
+
+}  // namespace
+
+void register_store_command(CommandSet& commands) {
+  auto opt = std::make_shared<StoreOptions>();
+  auto* store = commands.app().add_subcommand("store", "Maintain the baseline store");
+  store->require_subcommand(1);
+  add_check_and_export(commands, store, opt);
+  add_import_and_prune(commands, store, opt);
+}
+
+}  // namespace perfgate

@@ -1,0 +1,146 @@
+#include "perfgate/core/metrics.h"
+
+#include <algorithm>
+#include <array>
+
+namespace perfgate {
+namespace {
+
+double latency_ms(const Iteration& it, double percent) {
+  return static_cast<double>(it.stats.latency.percentile_ns(percent)) / 1e6;
+}
+
+double throughput(const Iteration& it) {
+  return it.throughput_rps();
+}
+double p50(const Iteration& it) {
+  return latency_ms(it, 50);
+}
+double p75(const Iteration& it) {
+  return latency_ms(it, 75);
+}
+double p90(const Iteration& it) {
+  return latency_ms(it, 90);
+}
+double p99(const Iteration& it) {
+  return latency_ms(it, 99);
+}
+double p999(const Iteration& it) {
+  return latency_ms(it, 99.9);
+}
+double max_latency(const Iteration& it) {
+  return static_cast<double>(it.stats.latency.max_ns()) / 1e6;
+}
+double error_rate(const Iteration& it) {
+  return it.stats.error_rate_pct();
+}
+
+constexpr std::array<MetricDef, 8> kMetrics = {{
+    {"throughput_rps", "throughput", "req/s", Better::kHigher, throughput},
+    {"latency_p50_ms", "latency_p50", "ms", Better::kLower, p50},
+    {"latency_p75_ms", "latency_p75", "ms", Better::kLower, p75},
+    {"latency_p90_ms", "latency_p90", "ms", Better::kLower, p90},
+    {"latency_p99_ms", "latency_p99", "ms", Better::kLower, p99},
+    {"latency_p999_ms", "latency_p999", "ms", Better::kLower, p999},
+    {"latency_max_ms", "latency_max", "ms", Better::kLower, max_latency, Aggregate::kMax},
+    {"error_rate_pct", "error_rate", "%", Better::kLower, error_rate},
+}};
+
+constexpr std::array<MetricDef, 2> kHostMetrics = {{
+    {"service_cpu_us_per_request", "service_cpu_per_request", "us", Better::kLower, nullptr},
+    {"requests_per_service_cpu_s", "requests_per_service_cpu", "req/cpu-s", Better::kHigher,
+     nullptr},
+}};
+
+}  // namespace
+
+std::span<const MetricDef> metric_defs() {
+  return kMetrics;
+}
+
+std::span<const MetricDef> host_metric_defs() {
+  return kHostMetrics;
+}
+
+const MetricDef* find_metric(std::string_view key) {
+  for (auto defs : {metric_defs(), host_metric_defs()})
+    for (const auto& def : defs)
+      if (def.key == key || def.threshold_key == key) return &def;
+  return nullptr;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
+}
+
+std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def) {
+  std::vector<double> out;
+  for (const auto& it : iterations)
+    if (!it.discarded) out.push_back(def.of(it));
+  return out;
+}
+
+MetricSet summarize(const std::vector<Iteration>& iterations) {
+  MetricSet out;
+  for (const auto& def : kMetrics)
+    out[std::string(def.key)] = aggregate(def, kept_values(iterations, def));
+  return out;
+}
+
+namespace {
+
+struct ServiceCost {
+  std::vector<double> us_per_request, requests_per_cpu_s;
+};
+
+// Iterations with no responses or no measured CPU have no cost figure; a service
+// idle to the tick (10 ms) would divide by zero, so it is left out too.
+ServiceCost service_cost(const std::vector<Iteration>& iterations,
+                         const std::vector<std::optional<double>>& service_cpu_s) {
+  ServiceCost cost;
+  for (size_t i = 0; i < iterations.size() && i < service_cpu_s.size(); ++i) {
+    const auto& it = iterations[i];
+    const auto& cpu_s = service_cpu_s[i];
+    if (it.discarded || !cpu_s || *cpu_s <= 0 || it.stats.responses == 0) continue;
+    double responses = static_cast<double>(it.stats.responses);
+    cost.us_per_request.push_back(*cpu_s * 1e6 / responses);
+    cost.requests_per_cpu_s.push_back(responses / *cpu_s);
+  }
+  return cost;
+}
+
+}  // namespace
+
+MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
+                               const std::vector<std::optional<double>>& service_cpu_s) {
+  auto cost = service_cost(iterations, service_cpu_s);
+  if (cost.us_per_request.empty()) return {};
+  return {{"service_cpu_us_per_request", median(cost.us_per_request)},
+          {"requests_per_service_cpu_s", median(cost.requests_per_cpu_s)}};
+}
+
+double aggregate(const MetricDef& def, const std::vector<double>& values) {
+  if (values.empty()) return 0.0;
+  if (def.aggregate == Aggregate::kMax) return *std::max_element(values.begin(), values.end());
+  return median(values);
+}
+
+RunFigures run_figures(const std::vector<Iteration>& iterations,
+                       const std::vector<std::optional<double>>& service_cpu_s) {
+  RunFigures figures;
+  for (const auto& def : kMetrics)
+    figures.values[std::string(def.key)] = kept_values(iterations, def);
+  auto cost = service_cost(iterations, service_cpu_s);
+  if (!cost.us_per_request.empty()) {
+    figures.values["service_cpu_us_per_request"] = std::move(cost.us_per_request);
+    figures.values["requests_per_service_cpu_s"] = std::move(cost.requests_per_cpu_s);
+  }
+  for (const auto& [key, values] : figures.values)
+    figures.summary[key] = aggregate(*find_metric(key), values);
+  return figures;
+}
+
+}  // namespace perfgate

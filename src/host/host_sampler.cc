@@ -1,0 +1,328 @@
+#include "perfgate/host/host_sampler.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace perfgate {
+namespace {
+
+// Counters only grow, but a process leaving the service's tree takes its ticks
+// with it: a drop reads as zero, not as a huge unsigned wrap.
+uint64_t delta(uint64_t before, uint64_t after) {
+  return after > before ? after - before : 0;
+}
+
+double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+void fill_cpu(const CpuStat& a, const CpuStat& b, HostSample& s) {
+  uint64_t total = delta(a.all.total(), b.all.total());
+  s.cpu_busy_pct = pct(delta(a.all.busy(), b.all.busy()), total);
+  s.user_pct = pct(delta(a.all.user + a.all.nice, b.all.user + b.all.nice), total);
+  s.system_pct = pct(delta(a.all.system, b.all.system), total);
+  s.iowait_pct = pct(delta(a.all.iowait, b.all.iowait), total);
+  s.irq_pct = pct(delta(a.all.irq + a.all.softirq, b.all.irq + b.all.softirq), total);
+  s.steal_pct = pct(delta(a.all.steal, b.all.steal), total);
+  for (size_t i = 0; i < a.cores.size() && i < b.cores.size(); ++i) {
+    double core = pct(delta(a.cores[i].busy(), b.cores[i].busy()),
+                      delta(a.cores[i].total(), b.cores[i].total()));
+    s.max_core_busy_pct = std::max(s.max_core_busy_pct, core);
+  }
+}
+
+void fill_net(const HostSnapshot& a, const HostSnapshot& b, HostSample& s) {
+  for (const auto& after : b.net) {
+    auto before = std::find_if(a.net.begin(), a.net.end(),
+                               [&](const NetDevice& d) { return d.name == after.name; });
+    if (before == a.net.end()) continue;  // an interface that came up mid-interval
+    s.net_rx_bytes += delta(before->rx_bytes, after.rx_bytes);
+    s.net_tx_bytes += delta(before->tx_bytes, after.tx_bytes);
+    s.net_rx_packets += delta(before->rx_packets, after.rx_packets);
+    s.net_tx_packets += delta(before->tx_packets, after.tx_packets);
+    s.net_drops += delta(before->rx_drop + before->tx_drop, after.rx_drop + after.tx_drop);
+    s.net_errors += delta(before->rx_errs + before->tx_errs, after.rx_errs + after.tx_errs);
+  }
+  if (a.tcp_retrans && b.tcp_retrans) s.tcp_retrans = delta(*a.tcp_retrans, *b.tcp_retrans);
+}
+
+// Threads born mid-interval count from zero; the busiest come first.
+void fill_threads(const HostSnapshot& a, const HostSnapshot& b, double ticks_per_s,
+                  double capacity_s, pid_t sampler_tid, HostSample& s) {
+  double seconds = s.seconds();
+  double own_s = 0;
+  for (const auto& t : b.own_threads) {
+    auto before = std::find_if(a.own_threads.begin(), a.own_threads.end(),
+                               [&](const ProcStat& p) { return p.pid == t.pid; });
+    uint64_t start = before == a.own_threads.end() ? 0 : before->cpu_ticks();
+    double cpu_s = static_cast<double>(delta(start, t.cpu_ticks())) / ticks_per_s;
+    own_s += cpu_s;
+    if (t.pid != sampler_tid && seconds > 0)
+      s.load_threads.push_back({t.pid, t.comm, 100.0 * cpu_s / seconds});
+  }
+  std::sort(s.load_threads.begin(), s.load_threads.end(),
+            [](const auto& x, const auto& y) { return x.cpu_pct > y.cpu_pct; });
+  if (s.load_threads.size() > 8) s.load_threads.resize(8);
+  s.own_cpu_pct = capacity_s > 0 ? 100.0 * own_s / capacity_s : 0.0;
+}
+
+}  // namespace
+
+HostSnapshot take_snapshot(const ProcReader& proc, std::optional<pid_t> service,
+                           SteadyClock::time_point now) {
+  HostSnapshot s;
+  s.at = now;
+  s.cpu = proc.cpu();
+  s.memory = proc.memory();
+  s.net = proc.net_devices();
+  s.tcp_retrans = proc.tcp_retrans();
+  s.load = proc.loadavg();
+  s.cpu_pressure = proc.pressure("cpu");
+  s.memory_pressure = proc.pressure("memory");
+  s.io_pressure = proc.pressure("io");
+  s.own_threads = proc.threads("self");
+  s.own_rss_kib = proc.rss_kib("self").value_or(0);
+  if (!service) return s;
+  uint64_t ticks = 0;
+  for (pid_t pid : proc.process_tree(*service)) {
+    if (auto p = proc.process(pid)) ticks += p->cpu_ticks();
+    s.service_rss_kib += proc.rss_kib(std::to_string(pid)).value_or(0);
+  }
+  s.service_ticks = ticks;
+  return s;
+}
+
+HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double ticks_per_s,
+                          pid_t sampler_tid) {
+  HostSample s;
+  s.start = a.at;
+  s.end = b.at;
+  // The host's own tick count is the CPU capacity of the interval: all cores,
+  // measured by the same clock as the per-process ticks.
+  double capacity_s = 0;
+  if (a.cpu && b.cpu) {
+    fill_cpu(*a.cpu, *b.cpu, s);
+    capacity_s = static_cast<double>(delta(a.cpu->all.total(), b.cpu->all.total())) / ticks_per_s;
+  }
+  if (b.memory) {
+    s.memory_available_pct = b.memory->available_pct();
+    s.swap_used_kib = b.memory->swap_used_kib();
+  }
+  fill_net(a, b, s);
+  if (b.load) s.load1 = b.load->one;
+  if (b.cpu_pressure) s.cpu_pressure_pct = b.cpu_pressure->some_avg10;
+  if (b.memory_pressure) s.memory_pressure_pct = b.memory_pressure->some_avg10;
+  if (b.io_pressure) s.io_pressure_pct = b.io_pressure->some_avg10;
+  fill_threads(a, b, ticks_per_s, capacity_s, sampler_tid, s);
+  s.own_rss_kib = b.own_rss_kib;
+  if (a.service_ticks && b.service_ticks) {
+    s.service_cpu_s = static_cast<double>(delta(*a.service_ticks, *b.service_ticks)) / ticks_per_s;
+    s.service_cpu_pct = capacity_s > 0 ? 100.0 * *s.service_cpu_s / capacity_s : 0.0;
+    s.service_rss_kib = b.service_rss_kib;
+  }
+  s.foreign_cpu_pct =
+      std::max(0.0, s.cpu_busy_pct - s.own_cpu_pct - s.service_cpu_pct.value_or(0.0));
+  return s;
+}
+
+namespace {
+
+bool in_window(const HostSample& s, const TimeWindow& w) {
+  auto mid = s.start + (s.end - s.start) / 2;
+  return mid >= w.start && mid < w.end;
+}
+
+void add_sample(const HostSample& s, WindowSummary& w, std::map<pid_t, double>& thread_cpu_s) {
+  ++w.samples;
+  w.host_cpu_mean_pct += s.cpu_busy_pct;
+  w.host_cpu_max_pct = std::max(w.host_cpu_max_pct, s.cpu_busy_pct);
+  w.steal_mean_pct += s.steal_pct;
+  w.steal_max_pct = std::max(w.steal_max_pct, s.steal_pct);
+  w.foreign_cpu_mean_pct += s.foreign_cpu_pct;
+  w.foreign_cpu_max_pct = std::max(w.foreign_cpu_max_pct, s.foreign_cpu_pct);
+  for (const auto& t : s.load_threads) {
+    thread_cpu_s[t.tid] += t.cpu_pct / 100.0 * s.seconds();
+    w.generator_thread_max_pct = std::max(w.generator_thread_max_pct, t.cpu_pct);
+  }
+  if (s.service_cpu_s) w.service_cpu_s = w.service_cpu_s.value_or(0.0) + *s.service_cpu_s;
+  w.memory_available_min_pct = std::min(w.memory_available_min_pct, s.memory_available_pct);
+  if (s.cpu_pressure_pct)
+    w.cpu_pressure_max_pct = std::max(w.cpu_pressure_max_pct.value_or(0.0), *s.cpu_pressure_pct);
+  w.net_drops += s.net_drops;
+  w.net_errors += s.net_errors;
+  w.tcp_retrans += s.tcp_retrans;
+  w.own_rss_max_kib = std::max(w.own_rss_max_kib, s.own_rss_kib);
+  w.service_rss_max_kib = std::max(w.service_rss_max_kib, s.service_rss_kib);
+}
+
+}  // namespace
+
+// Samples straddle window edges; each counts once, in the window holding its
+// midpoint, so service CPU-seconds are off by at most half a sample per edge.
+WindowSummary summarize_window(const std::vector<HostSample>& samples, const TimeWindow& window,
+                               int iteration) {
+  WindowSummary w;
+  w.iteration = iteration;
+  std::map<pid_t, double> thread_cpu_s;
+  double seconds = 0;
+  for (const auto& s : samples) {
+    if (!in_window(s, window)) continue;
+    add_sample(s, w, thread_cpu_s);
+    seconds += s.seconds();
+  }
+  if (w.samples == 0) return w;
+  w.host_cpu_mean_pct /= w.samples;
+  w.steal_mean_pct /= w.samples;
+  w.foreign_cpu_mean_pct /= w.samples;
+  for (const auto& [tid, cpu_s] : thread_cpu_s)
+    w.generator_thread_pct = std::max(w.generator_thread_pct, 100.0 * cpu_s / seconds);
+  return w;
+}
+
+namespace {
+
+using nlohmann::json;
+
+double since(SteadyClock::time_point t, SteadyClock::time_point origin) {
+  return std::chrono::duration<double>(t - origin).count();
+}
+
+json optional_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json window_json(const WindowSummary& w) {
+  return {{"iteration", w.iteration},
+          {"samples", w.samples},
+          {"host_cpu_mean_pct", w.host_cpu_mean_pct},
+          {"host_cpu_max_pct", w.host_cpu_max_pct},
+          {"steal_mean_pct", w.steal_mean_pct},
+          {"steal_max_pct", w.steal_max_pct},
+          {"generator_thread_pct", w.generator_thread_pct},
+          {"generator_thread_max_pct", w.generator_thread_max_pct},
+          {"foreign_cpu_mean_pct", w.foreign_cpu_mean_pct},
+          {"foreign_cpu_max_pct", w.foreign_cpu_max_pct},
+          {"service_cpu_s", optional_json(w.service_cpu_s)},
+          {"memory_available_min_pct", w.memory_available_min_pct},
+          {"cpu_pressure_max_pct", optional_json(w.cpu_pressure_max_pct)},
+          {"net_drops", w.net_drops},
+          {"net_errors", w.net_errors},
+          {"tcp_retrans", w.tcp_retrans},
+          {"own_rss_max_kib", w.own_rss_max_kib},
+          {"service_rss_max_kib", w.service_rss_max_kib}};
+}
+
+json sample_json(const HostSample& s, SteadyClock::time_point origin) {
+  double top = s.load_threads.empty() ? 0.0 : s.load_threads.front().cpu_pct;
+  return {{"t_s", since(s.end, origin)},
+          {"cpu_busy_pct", s.cpu_busy_pct},
+          {"user_pct", s.user_pct},
+          {"system_pct", s.system_pct},
+          {"iowait_pct", s.iowait_pct},
+          {"irq_pct", s.irq_pct},
+          {"steal_pct", s.steal_pct},
+          {"max_core_busy_pct", s.max_core_busy_pct},
+          {"memory_available_pct", s.memory_available_pct},
+          {"swap_used_kib", s.swap_used_kib},
+          {"net_rx_bytes", s.net_rx_bytes},
+          {"net_tx_bytes", s.net_tx_bytes},
+          {"net_drops", s.net_drops},
+          {"net_errors", s.net_errors},
+          {"tcp_retrans", s.tcp_retrans},
+          {"load1", s.load1},
+          {"cpu_pressure_pct", optional_json(s.cpu_pressure_pct)},
+          {"own_cpu_pct", s.own_cpu_pct},
+          {"generator_thread_max_pct", top},
+          {"own_rss_kib", s.own_rss_kib},
+          {"service_cpu_pct", optional_json(s.service_cpu_pct)},
+          {"service_rss_kib", s.service_rss_kib},
+          {"foreign_cpu_pct", s.foreign_cpu_pct}};
+}
+
+}  // namespace
+
+std::string host_samples_json(const std::vector<WindowSummary>& windows,
+                              const std::vector<HostSample>& samples,
+                              SteadyClock::time_point origin, size_t max_samples) {
+  json doc = {{"version", 1}, {"windows", json::array()}, {"samples", json::array()}};
+  for (const auto& w : windows) doc["windows"].push_back(window_json(w));
+  // Every step-th sample, so a long run keeps its whole shape within the bound.
+  size_t step = max_samples ? (samples.size() + max_samples - 1) / max_samples : 0;
+  for (size_t i = 0; step && i < samples.size(); i += step)
+    doc["samples"].push_back(sample_json(samples[i], origin));
+  doc["samples_total"] = samples.size();
+  return doc.dump();
+}
+
+std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& text,
+                                                            size_t iterations) {
+  std::vector<std::optional<double>> out(iterations);
+  auto doc = json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("windows")) return out;  // older runs keep none
+  for (const auto& w : doc["windows"]) {
+    auto i = w.value("iteration", -1);
+    const auto& cpu = w.value("service_cpu_s", json());
+    if (i >= 0 && static_cast<size_t>(i) < iterations && cpu.is_number())
+      out[static_cast<size_t>(i)] = cpu.get<double>();
+  }
+  return out;
+}
+
+HostSampler::HostSampler(ProcReader proc, Nanos interval, std::optional<pid_t> service,
+                         size_t max_samples)
+    : proc_(std::move(proc)),
+      interval_(interval),
+      service_(service),
+      max_samples_(max_samples),
+      ticks_per_s_(ticks_per_second()) {}
+
+void HostSampler::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
+}
+
+void HostSampler::stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  thread_.join();
+}
+
+std::vector<HostSample> HostSampler::samples() const {
+  std::lock_guard lock(mutex_);
+  return samples_;
+}
+
+void HostSampler::add(const HostSnapshot& before, const HostSnapshot& after, pid_t tid) {
+  std::lock_guard lock(mutex_);
+  if (samples_.size() < max_samples_)
+    samples_.push_back(diff_snapshots(before, after, ticks_per_s_, tid));
+}
+
+// Sleeps on a condition variable rather than sleep_for, so stop() returns at
+// once instead of after up to one interval.
+void HostSampler::loop(std::stop_token stop) {
+  pthread_setname_np(pthread_self(), "pg-sampler");
+  auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+  std::mutex m;
+  std::condition_variable_any wake;
+  auto before = take_snapshot(proc_, service_, SteadyClock::now());
+  auto next = before.at;
+  while (!stop.stop_requested()) {
+    next += interval_;
+    std::unique_lock lock(m);
+    wake.wait_until(lock, stop, next, [] { return false; });
+    lock.unlock();
+    auto after = take_snapshot(proc_, service_, SteadyClock::now());
+    add(before, after, tid);
+    next = std::max(next, after.at);  // a slow read skips ahead instead of bursting
+    before = std::move(after);
+  }
+}
+
+}  // namespace perfgate

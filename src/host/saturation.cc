@@ -1,0 +1,108 @@
+#include "perfgate/host/saturation.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <optional>
+
+namespace perfgate {
+namespace {
+
+/// One rule: its figure in a window, and whether that figure is past the limit.
+struct Rule {
+  std::string what;  // "foreign CPU"
+  std::string unit;  // "% of the host"
+  double limit = 0;
+  bool below = false;      // memory: the figure must stay above
+  bool busy_host = false;  // the host's load, not perfgate's: shared by a pair's sides
+  std::function<std::optional<double>(const WindowSummary&)> figure;
+};
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+bool past(const Rule& r, double v) {
+  return r.below ? v < r.limit : v > r.limit;
+}
+
+// "foreign CPU 87% of the host (limit 25%) in 4 of 5 iterations", with the worst window's figure.
+std::optional<std::string> check(const Rule& r, const std::vector<WindowSummary>& kept) {
+  int hits = 0;
+  std::optional<double> worst;
+  for (const auto& w : kept) {
+    auto v = r.figure(w);
+    if (!v || !past(r, *v)) continue;
+    ++hits;
+    if (!worst || (r.below ? *v < *worst : *v > *worst)) worst = v;
+  }
+  if (hits == 0 || hits * 2 < static_cast<int>(kept.size())) return std::nullopt;
+  return r.what + " " + fmt(*worst) + r.unit + " (limit " + fmt(r.limit) + "%) in " +
+         std::to_string(hits) + " of " + std::to_string(kept.size()) + " iterations";
+}
+
+std::vector<Rule> rules(const SaturationSpec& spec, const SaturationContext& context) {
+  std::vector<Rule> out = {
+      {"load thread at", "% of a core", spec.generator_thread_cpu_pct, false, false,
+       [](const WindowSummary& w) { return std::optional(w.generator_thread_pct); }},
+      {"foreign CPU", "% of the host", spec.foreign_cpu_pct, false, true,
+       [](const WindowSummary& w) { return std::optional(w.foreign_cpu_mean_pct); }},
+      {"CPU steal", "%", spec.steal_pct, false, true,
+       [](const WindowSummary& w) { return std::optional(w.steal_mean_pct); }},
+      // Memory stays saturation in paired mode too: a side's own service may be
+      // what exhausts it, and swapping does not fall evenly on both sides.
+      {"memory available", "%", spec.memory_available_min_pct, true, false,
+       [](const WindowSummary& w) { return std::optional(w.memory_available_min_pct); }},
+      {"CPU pressure", "%", spec.cpu_pressure_pct, false, true,
+       [](const WindowSummary& w) { return w.cpu_pressure_max_pct; }},
+  };
+  if (context.service_remote)
+    out.push_back({"host CPU", "% busy", spec.host_cpu_pct, false, false,
+                   [](const WindowSummary& w) { return std::optional(w.host_cpu_mean_pct); }});
+  return out;
+}
+
+// Any dropped or broken packet while measuring: the network, not the service,
+// may have set the pace, however few.
+std::optional<std::string> nic_reason(const std::vector<WindowSummary>& kept) {
+  uint64_t drops = 0, errors = 0;
+  for (const auto& w : kept) {
+    drops += w.net_drops;
+    errors += w.net_errors;
+  }
+  if (drops + errors == 0) return std::nullopt;
+  return "network interfaces dropped " + std::to_string(drops) + " and errored " +
+         std::to_string(errors) + " packets";
+}
+
+}  // namespace
+
+Saturation evaluate_saturation(const std::vector<WindowSummary>& kept, const SaturationSpec& spec,
+                               const SaturationContext& context) {
+  Saturation s;
+  std::vector<WindowSummary> sampled;
+  std::copy_if(kept.begin(), kept.end(), std::back_inserter(sampled),
+               [](const WindowSummary& w) { return w.samples > 0; });
+  if (sampled.empty()) return s;  // nothing measured: no claim either way
+  for (const auto& rule : rules(spec, context))
+    if (auto reason = check(rule, sampled))
+      (context.paired && rule.busy_host ? s.shared : s.reasons).push_back(*reason);
+  if (auto reason = nic_reason(sampled)) s.reasons.push_back(*reason);
+  s.saturated = !s.reasons.empty();
+  return s;
+}
+
+bool is_loopback_url(const std::string& url) {
+  auto scheme = url.find("://");
+  auto start = scheme == std::string::npos ? 0 : scheme + 3;
+  auto rest = url.substr(start);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
+  if (rest.starts_with("[")) return rest.starts_with("[::1]");
+  auto host = rest.substr(0, rest.find(':'));
+  return host == "localhost" || host.starts_with("127.") || host.ends_with(".localhost");
+}
+
+}  // namespace perfgate

@@ -1,0 +1,404 @@
+#include "perfgate/load/demo_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <ctime>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "perfgate/core/error.h"
+
+namespace perfgate {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How often a blocked thread looks at the stop flag: stop() is this prompt.
+constexpr milliseconds kTick{50};
+// Requests whose head grows past this are refused rather than buffered.
+constexpr size_t kMaxHeadBytes = 64 * 1024;
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string errno_text() {
+  return std::generic_category().message(errno);
+}
+
+// One accepted connection. The thread shuts the socket down when it is done
+// (so the client sees the end at once) but only the joiner closes it: a number
+// closed early could be reused by a new connection while stop() shuts it down.
+struct Client {
+  Fd fd;
+  std::thread thread;
+  std::atomic<bool> done{false};
+};
+
+// The server's state; DemoServer::Shared is this type, defined here so that the
+// file's free functions can use it.
+struct ServerState {
+  ServerState(const DemoServerOptions& opts, std::shared_ptr<std::atomic<uint64_t>> counter)
+      : options(opts),
+        body(opts.body_bytes == 13 ? "Hello, world\n" : std::string(opts.body_bytes, 'x')),
+        served(std::move(counter)) {}
+
+  const DemoServerOptions options;
+  const std::string body;  // of counted responses, built once
+  // One counter for the whole server: the N-th response is exact across
+  // connections for the dials (the server is not what is being measured).
+  std::shared_ptr<std::atomic<uint64_t>> served;
+  std::atomic<bool> stopping{false};
+  // When the stall started by `stall_at` ends, steady-clock ns; 0 = none.
+  mutable std::atomic<int64_t> stall_until_ns{0};
+  Fd listener;
+  std::mutex mutex;
+  std::list<Client> clients;  // guarded by mutex
+};
+
+struct Request {
+  std::string method;
+  std::string path;  // without the query
+  size_t content_length = 0;
+  bool close = false;  // the client asked for it, or speaks HTTP/1.0
+};
+
+bool iequals(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](unsigned char x, unsigned char y) {
+    return std::tolower(x) == std::tolower(y);
+  });
+}
+
+bool contains_token(std::string_view value, std::string_view token) {
+  for (size_t i = 0; i + token.size() <= value.size(); ++i)
+    if (iequals(value.substr(i, token.size()), token)) return true;
+  return false;
+}
+
+// Applies one "Name: value" line; false when the request cannot be served.
+bool apply_header(std::string_view line, Request& request) {
+  auto colon = line.find(':');
+  if (colon == std::string_view::npos) return false;
+  auto name = line.substr(0, colon);
+  auto value = line.substr(colon + 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (iequals(name, "Content-Length")) {
+    if (value.empty() ||
+        !std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }))
+      return false;
+    request.content_length = std::stoull(std::string(value));
+  } else if (iequals(name, "Connection")) {
+    request.close = contains_token(value, "close");
+  } else if (iequals(name, "Transfer-Encoding")) {
+    return false;  // chunked request bodies are beyond a demo
+  }
+  return true;
+}
+
+// Parses the request line and the headers (`head` excludes the blank line).
+std::optional<Request> parse_head(std::string_view head) {
+  auto eol = head.find("\r\n");
+  auto line = head.substr(0, eol);
+  auto sp1 = line.find(' ');
+  auto sp2 = line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 <= sp1) return std::nullopt;
+  Request request;
+  request.method = line.substr(0, sp1);
+  auto target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  request.path = target.substr(0, target.find('?'));
+  request.close = line.substr(sp2 + 1) == "HTTP/1.0";
+  while (eol != std::string_view::npos) {
+    head.remove_prefix(eol + 2);
+    eol = head.find("\r\n");
+    if (!apply_header(head.substr(0, eol), request)) return std::nullopt;
+  }
+  return request;
+}
+
+// Appends what the socket has; false on end, error or stop.
+bool read_more(int fd, std::string& buffer, size_t limit, const ServerState& s) {
+  char chunk[16384];
+  for (;;) {
+    if (s.stopping.load()) return false;
+    ssize_t n = ::recv(fd, chunk, std::min(sizeof chunk, limit), 0);
+    if (n > 0) {
+      buffer.append(chunk, static_cast<size_t>(n));
+      return true;
+    }
+    // SO_RCVTIMEO makes recv return every tick, to look at the stop flag.
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    return false;
+  }
+}
+
+// Reads and drops a request body; what follows it (pipelining) stays in `buffer`.
+bool skip_body(int fd, std::string& buffer, size_t length, const ServerState& s) {
+  while (buffer.size() < length) {
+    length -= buffer.size();
+    buffer.clear();
+    if (!read_more(fd, buffer, length, s)) return false;
+  }
+  buffer.erase(0, length);
+  return true;
+}
+
+bool send_all(int fd, std::string_view head, std::string_view body, const ServerState& s) {
+  // One call for head and body: two small writes would meet Nagle's algorithm
+  // and the client's delayed ACK.
+  iovec parts[2] = {{const_cast<char*>(head.data()), head.size()},
+                    {const_cast<char*>(body.data()), body.size()}};
+  msghdr msg{};
+  msg.msg_iov = parts;
+  msg.msg_iovlen = 2;
+  size_t left = head.size() + body.size();
+  while (left > 0) {
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) && !s.stopping)
+      continue;
+    if (n <= 0) return false;
+    left -= static_cast<size_t>(n);
+    for (auto sent = static_cast<size_t>(n); sent > 0 && msg.msg_iovlen > 0;) {
+      size_t step = std::min(sent, msg.msg_iov->iov_len);
+      msg.msg_iov->iov_base = static_cast<char*>(msg.msg_iov->iov_base) + step;
+      msg.msg_iov->iov_len -= step;
+      sent -= step;
+      if (msg.msg_iov->iov_len == 0) ++msg.msg_iov, --msg.msg_iovlen;
+    }
+  }
+  return true;
+}
+
+// Busy for `work` of this thread's own CPU time, not wall time: the cost per
+// request stays the same however busy the host is.
+void burn_cpu(Nanos work) {
+  auto cpu_now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return Nanos(std::chrono::seconds(ts.tv_sec) + Nanos(ts.tv_nsec));
+  };
+  const auto until = cpu_now() + work;
+  while (cpu_now() < until) {
+  }
+}
+
+// Sleeps in ticks, so that stop() does not wait for a long delay.
+void sleep_unless_stopped(Nanos delay, const ServerState& s) {
+  const auto until = std::chrono::steady_clock::now() + delay;
+  while (!s.stopping && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::min<Nanos>(kTick, until - std::chrono::steady_clock::now()));
+}
+
+struct Response {
+  int status = 200;
+  std::string_view body;
+  std::string owned_body;  // when the body is made for this response
+};
+
+// The stall dial: the stall_at-th response starts it, and every response
+// (on any connection) waits until it is over.
+void apply_stall(uint64_t n, const ServerState& s) {
+  using std::chrono::steady_clock;
+  const auto& o = s.options;
+  const int64_t now = steady_clock::now().time_since_epoch().count();
+  if (o.stall_at > 0 && n == o.stall_at) s.stall_until_ns = now + Nanos(o.stall).count();
+  const int64_t until = s.stall_until_ns.load();
+  if (until > now) sleep_unless_stopped(Nanos(until - now), s);
+}
+
+// A counted response with the dials applied: the N-th is known exactly.
+Response counted_response(const ServerState& s) {
+  const uint64_t n = s.served->fetch_add(1) + 1;
+  const auto& o = s.options;
+  if (o.stall_at > 0) apply_stall(n, s);
+  Nanos wait{0};
+  if (o.delay_every > 0 && n % o.delay_every == 0) wait += o.delay;
+  if (o.tail_every > 0 && n % o.tail_every == 0) wait += o.tail_delay;
+  // One sleep for both: two sleeps would each add their own oversleep.
+  if (wait > Nanos::zero()) sleep_unless_stopped(wait, s);
+  if (o.work > Nanos::zero()) burn_cpu(o.work);
+  if (o.error_every > 0 && n % o.error_every == 0) return {500, "error\n", {}};
+  return {200, s.body, {}};
+}
+
+Response route(const Request& request, const ServerState& s) {
+  if (request.path == "/health") return {200, "ok", {}};
+  if (request.path == "/__stats") {
+    Response r;
+    r.owned_body = "{\"requests\": " + std::to_string(s.served->load()) + "}";
+    return r;
+  }
+  return counted_response(s);
+}
+
+bool respond(int fd, const Request& request, const ServerState& s) {
+  Response r = route(request, s);
+  if (s.stopping) return false;  // a delay cut short by stop(): no answer
+  std::string_view body = r.owned_body.empty() ? r.body : r.owned_body;
+  std::string head =
+      "HTTP/1.1 " + std::to_string(r.status) +
+      (r.status == 200 ? " OK" : " Internal Server Error") +
+      "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
+      (request.close ? "Connection: close\r\n\r\n" : "\r\n");
+  return send_all(fd, head, request.method == "HEAD" ? std::string_view() : body, s);
+}
+
+void reject(int fd, const ServerState& s) {
+  send_all(fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", {}, s);
+}
+
+// Answers the requests of one connection in order, pipelined ones included.
+void serve_connection(int fd, const ServerState& s) {
+  std::string buffer;
+  for (;;) {
+    auto head_end = buffer.find("\r\n\r\n");
+    if (head_end == std::string::npos) {
+      if (buffer.size() > kMaxHeadBytes) return reject(fd, s);
+      if (!read_more(fd, buffer, SIZE_MAX, s)) return;
+      continue;
+    }
+    auto request = parse_head(std::string_view(buffer).substr(0, head_end));
+    buffer.erase(0, head_end + 4);
+    if (!request) return reject(fd, s);
+    if (!skip_body(fd, buffer, request->content_length, s)) return;
+    if (!respond(fd, *request, s) || request->close) return;
+  }
+}
+
+void set_timeouts(int fd) {
+  timeval tick{0, static_cast<suseconds_t>(std::chrono::microseconds(kTick).count())};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof tick);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tick, sizeof tick);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+void start_client(ServerState& s, int fd) {
+  set_timeouts(fd);
+  std::lock_guard lock(s.mutex);
+  Client& c = s.clients.emplace_back();
+  c.fd.reset(fd);
+  try {
+    c.thread = std::thread([&s, &c] {
+      serve_connection(c.fd.get(), s);
+      ::shutdown(c.fd.get(), SHUT_RDWR);
+      c.done = true;
+    });
+  } catch (const std::system_error&) {
+    s.clients.pop_back();  // out of threads: drop this connection, keep serving
+  }
+}
+
+// Joins the connections that have ended, so that a long run with reconnecting
+// clients does not pile up threads.
+void reap_finished(ServerState& s) {
+  std::lock_guard lock(s.mutex);
+  s.clients.remove_if([](Client& c) {
+    if (!c.done) return false;
+    c.thread.join();
+    return true;
+  });
+}
+
+void accept_loop(ServerState& s) {
+  while (!s.stopping) {
+    pollfd ready{s.listener.get(), POLLIN, 0};
+    if (::poll(&ready, 1, static_cast<int>(kTick.count())) > 0) {
+      int fd = ::accept4(s.listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) start_client(s, fd);
+    }
+    reap_finished(s);
+  }
+}
+
+in_addr loopback_address(const std::string& host) {
+  in_addr addr{};
+  if (::inet_pton(AF_INET, host.c_str(), &addr) != 1 || (ntohl(addr.s_addr) >> 24) != 127)
+    throw Error("the demo server listens on loopback only; \"" + host + "\" is not 127.x.x.x");
+  return addr;
+}
+
+Fd listen_on(const std::string& host, uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr = loopback_address(host);
+  addr.sin_port = htons(port);
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int one = 1;
+  if (fd.get() < 0 || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd.get(), SOMAXCONN) != 0)
+    throw Error("demo server: cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                errno_text());
+  return fd;
+}
+
+uint16_t bound_port(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+struct DemoServer::Shared : ServerState {
+  using ServerState::ServerState;
+};
+
+DemoServer::DemoServer(const DemoServerOptions& options)
+    : options_(options),
+      served_(std::make_shared<std::atomic<uint64_t>>(0)),
+      shared_(std::make_shared<Shared>(options, served_)) {
+  shared_->listener = listen_on(options.host, options.port);
+  port_ = bound_port(shared_->listener.get());
+  acceptor_ = std::thread([state = shared_] { accept_loop(*state); });
+}
+
+DemoServer::~DemoServer() {
+  stop();
+}
+
+std::string DemoServer::url(const std::string& path) const {
+  return "http://" + options_.host + ":" + std::to_string(port_) + path;
+}
+
+void DemoServer::stop() {
+  shared_->stopping = true;
+  if (acceptor_.joinable()) acceptor_.join();
+  shared_->listener.reset();  // the port is free again once stop() returns
+  std::lock_guard lock(shared_->mutex);
+  // Wakes threads blocked in recv or send at once instead of after a tick.
+  for (Client& c : shared_->clients) ::shutdown(c.fd.get(), SHUT_RDWR);
+  for (Client& c : shared_->clients) c.thread.join();
+  shared_->clients.clear();
+}
+
+}  // namespace perfgate

@@ -1,3 +1,0 @@
-#include "perfgate/cli.h"
-
-int main(int argc, char** argv) { return perfgate::run_cli(argc, argv); }

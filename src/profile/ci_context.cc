@@ -1,0 +1,42 @@
+#include "perfgate/profile/ci_context.h"
+
+namespace perfgate {
+namespace {
+
+std::string first_set(const EnvLookup& env, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    auto value = env(name);
+    if (value && !value->empty()) return *value;
+  }
+  return "";
+}
+
+std::string provider_of(const EnvLookup& env) {
+  if (first_set(env, {"GITHUB_ACTIONS"}) == "true") return "github";
+  if (first_set(env, {"GITLAB_CI"}) == "true") return "gitlab";
+  return "local";
+}
+
+}  // namespace
+
+CiContext read_ci_context(const CiOverrides& flags, const EnvLookup& env) {
+  CiContext ci;
+  ci.provider = provider_of(env);
+  ci.commit = flags.commit.empty() ? first_set(env, {"GITHUB_SHA", "CI_COMMIT_SHA"}) : flags.commit;
+  // On a pull request GITHUB_REF_NAME is "123/merge"; the head branch is the branch.
+  ci.branch = flags.branch.empty()
+                  ? first_set(env, {"GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME"})
+                  : flags.branch;
+  // The merge request's target, else the default branch, else the branch itself
+  // (a run on the baseline branch compares with its own earlier runs).
+  ci.baseline_branch = flags.baseline_branch;
+  if (ci.baseline_branch.empty())
+    ci.baseline_branch = first_set(
+        env, {"GITHUB_BASE_REF", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "CI_DEFAULT_BRANCH"});
+  if (ci.baseline_branch.empty()) ci.baseline_branch = ci.branch;
+  ci.pipeline_id = first_set(env, {"GITHUB_RUN_ID", "CI_PIPELINE_ID"});
+  ci.summary_path = first_set(env, {"GITHUB_STEP_SUMMARY"});
+  return ci;
+}
+
+}  // namespace perfgate

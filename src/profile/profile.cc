@@ -1,0 +1,147 @@
+#include "perfgate/profile/profile.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "profile_canonical.h"
+#include "profile_sections.h"
+
+namespace perfgate {
+namespace {
+
+using namespace profile_detail;
+
+ProfileProblem syntax_problem(std::string_view text, const json::parse_error& e) {
+  // nlohmann counts bytes from 1 and points at the last byte it read.
+  TextPosition at = position_at(text, e.byte == 0 ? 0 : e.byte - 1);
+  std::string what = e.what();
+  size_t detail = what.find("syntax error ");
+  std::string message = detail != std::string::npos
+                            ? "syntax error: " + what.substr(detail + 13)
+                            : "syntax error: " + what.substr(what.find(": ") + 2);
+  return {at.line, "", message, at.column};
+}
+
+Doc parse_json(std::string_view text, const std::string& source_name) {
+  try {
+    return Doc::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    throw ProfileError(source_name, {syntax_problem(text, e)});
+  } catch (const json::exception& e) {
+    throw ProfileError(source_name, {{0, "", std::string("invalid JSON: ") + e.what()}});
+  }
+}
+
+void report_duplicates(const JsonSourceMap& map, Problems& problems) {
+  for (const auto& dup : map.duplicates())
+    problems.add(dup.path, "duplicate key (first on line " + std::to_string(dup.first_line) +
+                               "); only one may be given");
+}
+
+std::string problem_line(const std::string& source, const ProfileProblem& p) {
+  std::string out = source;
+  if (p.line > 0) out += ":" + std::to_string(p.line);
+  if (p.line > 0 && p.column > 0) out += ":" + std::to_string(p.column);
+  out += ": ";
+  if (!p.key_path.empty()) out += p.key_path + ": ";
+  return out + p.message;
+}
+
+std::string first_line(const std::string& source, const std::vector<ProfileProblem>& problems) {
+  if (problems.empty()) return source + ": invalid profile";
+  return problem_line(source, problems.front());
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot read profile " + path.string() + ": " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  int read_errno = errno;
+  ::close(fd);
+  if (n < 0) throw Error("cannot read profile " + path.string() + ": " + std::strerror(read_errno));
+  return text;
+}
+
+}  // namespace
+
+ProfileError::ProfileError(std::string source, std::vector<ProfileProblem> problems)
+    : Error(first_line(source, problems)),
+      source_(std::move(source)),
+      problems_(std::move(problems)) {}
+
+std::vector<std::string> ProfileError::lines() const {
+  std::vector<std::string> out;
+  for (const auto& p : problems_) out.push_back(problem_line(source_, p));
+  if (out.empty()) out.push_back(what());
+  return out;
+}
+
+EnvLookup process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+Profile load_profile(const std::filesystem::path& path, const EnvLookup& env) {
+  return parse_profile(read_text(path), path.string(), env);
+}
+
+Profile parse_profile(std::string_view text, const std::string& source_name, const EnvLookup& env) {
+  Doc raw = parse_json(text, source_name);
+  JsonSourceMap map = JsonSourceMap::scan(text);
+  Problems problems(map);
+  report_duplicates(map, problems);
+  auto base_dir = std::filesystem::path(source_name).parent_path();
+  Profile profile = read_profile(substitute(raw, "", env, problems), problems, base_dir);
+  if (!problems.empty()) throw ProfileError(source_name, std::move(problems).by_line());
+  profile.source = source_name;
+  profile.hash = profile_hash(profile, raw);
+  profile.redacted_json = redacted_profile_json(profile);
+  return profile;
+}
+
+Profile paired_baseline_side(const Profile& profile) {
+  if (!profile.paired) throw Error(profile.source.string() + ": not a paired profile");
+  const PairedSpec& paired = *profile.paired;
+  Profile side = profile;
+  auto to_baseline = [&](TargetSpec& t) {
+    t.url = paired.origin + t.url.substr(url_origin(t.url).size());
+  };
+  to_baseline(side.target);
+  for (auto& request : side.requests) to_baseline(request);
+  side.service = paired.service;
+  side.paired.reset();
+  return side;
+}
+
+ThresholdSet default_thresholds() {
+  ThresholdSet set;
+  set["throughput_rps"].warn_pct = 3.0;
+  set["throughput_rps"].fail_pct = 5.0;
+  set["latency_p99_ms"].warn_pct = 10.0;
+  set["latency_p99_ms"].fail_pct = 20.0;
+  set["error_rate_pct"].max = 1.0;
+  return set;
+}
+
+bool is_secret_header(std::string_view name) {
+  std::string lower = lowercase(name);
+  if (lower == "cookie" || lower == "set-cookie") return true;
+  // Authorization and Proxy-Authorization contain "auth".
+  for (std::string_view word :
+       {"token", "secret", "password", "api-key", "apikey", "auth", "session"})
+    if (lower.find(word) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace perfgate

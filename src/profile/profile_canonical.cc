@@ -1,0 +1,212 @@
+#include "profile_canonical.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "perfgate/core/sha256.h"
+
+namespace perfgate::profile_detail {
+
+/// Environment names use '_' where header names use '-'; a few more words mark secrets.
+bool is_secret_env(std::string_view name) {
+  std::string normal = lowercase(name);
+  std::replace(normal.begin(), normal.end(), '_', '-');
+  return is_secret_header(normal) || normal.find("passw") != std::string::npos ||
+         normal.find("credential") != std::string::npos || normal.find("key") != std::string::npos;
+}
+
+static json request_shape(const TargetSpec& t) {
+  json headers = json::object();
+  for (const auto& [name, value] : t.headers) headers[name] = value;
+  // The body's bytes, not the file's name: editing the file is another test.
+  return {{"url", t.url},
+          {"method", t.method},
+          {"headers", headers},
+          {"body", t.body},
+          {"name", t.name},
+          {"weight", t.weight},
+          {"tls_verify", t.tls_verify},
+          {"http_version", t.http_version}};
+}
+
+/// What changes the results, normalized: durations in ns, defaults filled.
+static json run_shape(const Profile& p) {
+  json mix = json::array();
+  for (const auto& request : p.requests) mix.push_back(request_shape(request));
+  json target = request_shape(p.target);
+  if (!mix.empty()) target["requests"] = mix;
+  json shape = {{"target", target},
+                {"load",
+                 {{"threads", p.load.threads},
+                  {"connections", p.load.connections},
+                  {"duration", p.load.duration.count()},
+                  {"warmup", p.load.warmup.count()},
+                  {"rate", p.load.rate},
+                  {"engine", p.load.engine},
+                  {"timeout", p.load.timeout.count()},
+                  {"connect_timeout", p.load.connect_timeout.count()}}},
+                {"repeat", {{"count", p.repeat.count}, {"discard", p.repeat.discard}}}};
+  // Paired runs alternate with another service: another test than a run alone.
+  if (p.paired)
+    shape["paired"] = {{"baseline", {{"origin", p.paired->origin}}},
+                       {"leg_warmup", p.paired->leg_warmup.count()}};
+  return shape;
+}
+
+/// Values written with `${...}` enter the hash as written, so that the
+/// environment (a port, a rotated token) cannot change the test's identity.
+static void keep_templates(json& canonical, const Doc& raw) {
+  if (!raw.is_object()) return;
+  for (auto it = canonical.begin(); it != canonical.end(); ++it) {
+    auto written = raw.find(it.key());
+    if (written == raw.end()) continue;
+    if (written->is_string() &&
+        written->get_ref<const std::string&>().find("${") != std::string::npos)
+      *it = written->get<std::string>();
+    else if (it->is_object())
+      keep_templates(*it, *written);
+  }
+}
+
+static std::string dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string profile_hash(const Profile& profile, const Doc& raw) {
+  json shape = run_shape(profile);
+  keep_templates(shape, raw);
+  return sha256_hex(dump(shape));
+}
+
+}  // namespace perfgate::profile_detail
+
+namespace perfgate {
+
+std::string redacted_url(const std::string& url) {
+  size_t start = url.find("://");
+  if (start == std::string::npos) return url;
+  start += 3;
+  size_t end = url.find_first_of("/?#", start);
+  size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
+  if (at == std::string::npos || at < start) return url;
+  size_t colon = url.find(':', start);
+  if (colon == std::string::npos || colon > at) return url;
+  return url.substr(0, colon + 1) + "<redacted>" + url.substr(at);
+}
+
+}  // namespace perfgate
+
+namespace perfgate::profile_detail {
+
+static json redacted_pairs(const std::vector<std::pair<std::string, std::string>>& pairs,
+                           const std::function<bool(std::string_view)>& secret) {
+  json out = json::object();
+  for (const auto& [name, value] : pairs) out[name] = secret(name) ? "<redacted>" : value;
+  return out;
+}
+
+// The built-in secret names plus the profile's own `redact` list.
+static std::function<bool(std::string_view)> secret_headers(const Profile& p) {
+  return [&p](std::string_view name) {
+    auto same = [&](const std::string& r) { return lowercase(r) == lowercase(name); };
+    return is_secret_header(name) || std::any_of(p.redact.begin(), p.redact.end(), same);
+  };
+}
+
+static json request_json(const TargetSpec& t, const Profile& p) {
+  json out = {{"url", redacted_url(t.url)},
+              {"method", t.method},
+              {"headers", redacted_pairs(t.headers, secret_headers(p))}};
+  if (!t.body_file.empty())
+    out["body_file"] = t.body_file;
+  else
+    out["body"] = t.body;
+  if (&t == &p.target) {  // connection options belong to the target, not to mix entries
+    out["tls_verify"] = t.tls_verify;
+    out["http_version"] = t.http_version;
+  } else {
+    out["weight"] = t.weight;
+  }
+  if (!t.name.empty()) out["name"] = t.name;
+  return out;
+}
+
+static json saturation_json(const SaturationSpec& s) {
+  auto pct = [](double v) { return percent_text(v); };
+  return {{"interval", format_duration(s.interval)},
+          {"generator_cpu", pct(s.generator_thread_cpu_pct)},
+          {"foreign_cpu", pct(s.foreign_cpu_pct)},
+          {"host_cpu", pct(s.host_cpu_pct)},
+          {"steal", pct(s.steal_pct)},
+          {"memory_available", pct(s.memory_available_min_pct)},
+          {"cpu_pressure", pct(s.cpu_pressure_pct)}};
+}
+
+static json thresholds_json(const ThresholdSet& set) {
+  json out = json::object();
+  for (const auto& [metric, limits] : set) {
+    const MetricDef* def = find_metric(metric);
+    json entry = json::object();
+    if (limits.warn_pct) entry["warn"] = percent_text(*limits.warn_pct);
+    if (limits.fail_pct) entry["fail"] = percent_text(*limits.fail_pct);
+    if (limits.min) entry["min"] = *limits.min;
+    if (limits.max && def && def->unit == "ms")
+      entry["max"] = format_duration(Nanos(std::llround(*limits.max * 1e6)));
+    else if (limits.max && def && def->unit == "%")
+      entry["max"] = percent_text(*limits.max);
+    else if (limits.max)
+      entry["max"] = *limits.max;
+    out[def ? std::string(def->threshold_key) : metric] = entry;
+  }
+  return out;
+}
+
+static json service_json(const ServiceSpec& s) {
+  json out = {{"ready_url", redacted_url(s.ready_url)},
+              {"ready_timeout", format_duration(s.ready_timeout)},
+              {"cwd", s.cwd},
+              {"env", redacted_pairs(s.env, is_secret_env)}};
+  if (!s.command.empty()) out["command"] = s.command;
+  if (!s.pid_file.empty()) out["pid_file"] = s.pid_file;
+  if (!s.process_name.empty()) out["process_name"] = s.process_name;
+  return out;
+}
+
+/// The profile as perfgate understood it, itself a valid profile: durations
+/// keep their units, defaults are filled, secrets are replaced.
+std::string redacted_profile_json(const Profile& p) {
+  json out = {{"name", p.name},
+              {"description", p.description},
+              {"target", request_json(p.target, p)},
+              {"load",
+               {{"threads", p.load.threads},
+                {"connections", p.load.connections},
+                {"duration", format_duration(p.load.duration)},
+                {"warmup", format_duration(p.load.warmup)},
+                {"rate", p.load.rate},
+                {"engine", p.load.engine},
+                {"timeout", format_duration(p.load.timeout)},
+                {"connect_timeout", format_duration(p.load.connect_timeout)}}},
+              {"repeat", {{"count", p.repeat.count}, {"discard", p.repeat.discard}}},
+              {"thresholds", thresholds_json(p.thresholds)}};
+  if (!p.requests.empty()) {
+    json mix = json::array();
+    for (const auto& request : p.requests) mix.push_back(request_json(request, p));
+    out["target"]["requests"] = mix;
+  }
+  if (p.service) out["service"] = service_json(*p.service);
+  out["saturation"] = saturation_json(p.saturation);
+  out["baseline"] = {{"window", p.baseline.window},
+                     {"drift_window", p.baseline.drift_window},
+                     {"confidence", percent_text(p.baseline.confidence)}};
+  if (!p.redact.empty()) out["redact"] = p.redact;
+  if (p.paired) {
+    json baseline = {{"origin", redacted_url(p.paired->origin)}, {"commit", p.paired->commit}};
+    if (p.paired->service) baseline["service"] = service_json(*p.paired->service);
+    out["paired"] = {{"baseline", baseline}, {"leg_warmup", format_duration(p.paired->leg_warmup)}};
+  }
+  return dump(out);
+}
+
+}  // namespace perfgate::profile_detail

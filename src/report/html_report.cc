@@ -1,0 +1,290 @@
+#include "perfgate/report/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "perfgate/profile/profile.h"
+#include "perfgate/report/report_format.h"
+
+namespace perfgate {
+namespace {
+
+// The charted figures: the gate's two main ones, the median, errors, and the
+// service's CPU per request when the runs measured it (throughput alone can hide
+// a service that got faster by burning more CPU).
+constexpr std::string_view kServiceCpu = "service_cpu_us_per_request";
+constexpr std::string_view kCharted[] = {"throughput_rps", "latency_p50_ms", "latency_p99_ms",
+                                         "error_rate_pct", kServiceCpu};
+
+constexpr double kWidth = 760, kHeight = 200;
+constexpr double kLeft = 100, kRight = 20, kTop = 16, kBottom = 34;
+
+std::string esc(std::string_view raw) {
+  return report::markup_escape(report::one_line(raw), "&#39;", false);
+}
+
+std::string num(double value) {
+  return report::fixed(value, 1);
+}
+
+double figure(const RunPoint& run, std::string_view metric) {
+  auto it = run.metrics.find(metric);
+  return it == run.metrics.end() ? NAN : it->second;
+}
+
+std::string unit_of(std::string_view metric) {
+  if (metric == kServiceCpu) return "us";
+  const MetricDef* def = find_metric(metric);
+  return def ? std::string(def->unit) : "";
+}
+
+bool measured(const HtmlReportInput& in, std::string_view metric) {
+  return std::any_of(in.runs.begin(), in.runs.end(),
+                     [&](const RunPoint& run) { return std::isfinite(figure(run, metric)); });
+}
+
+// Median over the kept iterations of the service's CPU time per response; only
+// when the run measured the service at all.
+void add_service_cpu(const RunRecord& run, MetricSet& metrics) {
+  if (run.service_cpu_s.size() != run.iterations.size()) return;
+  std::vector<double> per_request;
+  for (size_t i = 0; i < run.iterations.size(); ++i) {
+    const Iteration& it = run.iterations[i];
+    if (!it.discarded && it.stats.responses > 0)
+      per_request.push_back(run.service_cpu_s[i] * 1e6 / static_cast<double>(it.stats.responses));
+  }
+  if (!per_request.empty()) metrics[std::string(kServiceCpu)] = median(per_request);
+}
+
+std::string value_text(double value, std::string_view metric) {
+  std::string unit = unit_of(metric);
+  return report::with_unit(report::format_value(value, unit), unit);
+}
+
+// The band is the baseline with the warn limit on both sides: a point inside it
+// would not have warned against this baseline.
+struct Band {
+  double base = NAN;
+  double lo = NAN;
+  double hi = NAN;
+};
+
+Band band_of(const HtmlReportInput& in, std::string_view metric) {
+  if (!in.baseline) return {};
+  double base = figure(in.runs[*in.baseline], metric);
+  auto t = in.thresholds.find(metric);
+  double warn = t != in.thresholds.end() && t->second.warn_pct ? *t->second.warn_pct : 0;
+  return {base, base * (1 - warn / 100), base * (1 + warn / 100)};
+}
+
+// Maps values and run indexes to chart coordinates.
+struct Scale {
+  double lo = 0, hi = 1;
+  size_t count = 1;
+  double x(size_t i) const {
+    double span = kWidth - kLeft - kRight;
+    return count < 2 ? kLeft + span / 2 : kLeft + span * static_cast<double>(i) / (count - 1);
+  }
+  double y(double v) const { return kTop + (kHeight - kTop - kBottom) * (hi - v) / (hi - lo); }
+};
+
+Scale scale_of(const HtmlReportInput& in, std::string_view metric, const Band& band) {
+  std::vector<double> values = {band.lo, band.hi};
+  for (const RunPoint& run : in.runs) values.push_back(figure(run, metric));
+  std::erase_if(values, [](double v) { return !std::isfinite(v); });
+  double lo = values.empty() ? 0 : *std::min_element(values.begin(), values.end());
+  double hi = values.empty() ? 1 : *std::max_element(values.begin(), values.end());
+  // A flat series (an error rate of zero throughout) still needs a visible range.
+  double pad = hi > lo ? (hi - lo) * 0.08 : std::max(std::abs(hi) * 0.05, 1.0);
+  return {std::max(0.0, lo - pad), hi + pad, in.runs.size()};
+}
+
+std::string band_svg(const Band& band, const Scale& s, std::string_view metric) {
+  if (!std::isfinite(band.base)) return "";
+  std::string title = "<title>baseline " + esc(value_text(band.base, metric)) + "</title>";
+  std::string out = "<rect class=\"band\" x=\"" + num(kLeft) + "\" y=\"" + num(s.y(band.hi)) +
+                    "\" width=\"" + num(kWidth - kLeft - kRight) + "\" height=\"" +
+                    num(std::max(1.0, s.y(band.lo) - s.y(band.hi))) + "\">" + title + "</rect>";
+  return out + "<line class=\"baseline\" x1=\"" + num(kLeft) + "\" x2=\"" + num(kWidth - kRight) +
+         "\" y1=\"" + num(s.y(band.base)) + "\" y2=\"" + num(s.y(band.base)) + "\"/>";
+}
+
+std::string axes_svg(const HtmlReportInput& in, const Scale& s, std::string_view metric) {
+  auto label = [&](double v) {
+    return "<text class=\"axis\" x=\"" + num(kLeft - 6) + "\" y=\"" + num(s.y(v) + 4) +
+           "\" text-anchor=\"end\">" + esc(value_text(v, metric)) + "</text>";
+  };
+  auto run_label = [&](size_t i, const char* anchor) {
+    return "<text class=\"axis\" x=\"" + num(s.x(i)) + "\" y=\"" + num(kHeight - 10) +
+           "\" text-anchor=\"" + anchor + "\">run " + std::to_string(in.runs[i].id) + " " +
+           esc(in.runs[i].created_at.substr(0, 10)) + "</text>";
+  };
+  std::string out = label(s.lo) + label(s.hi);
+  if (!in.runs.empty()) out += run_label(0, "start") + run_label(in.runs.size() - 1, "end");
+  return out;
+}
+
+std::string point_title(const RunPoint& run, std::string_view metric) {
+  std::string text = "run " + std::to_string(run.id) + " " + run.created_at + ": " +
+                     value_text(figure(run, metric), metric) + " (" +
+                     std::string(to_string(run.verdict)) + ")";
+  if (!run.commit.empty()) text += " commit " + report::short_id(run.commit, 7);
+  if (run.saturation.saturated) text += " SATURATED: " + report::join(run.saturation.reasons, "; ");
+  return "<title>" + esc(text) + "</title>";
+}
+
+// A saturated run gets a hollow red square around its point: it says the load
+// machine was the bottleneck, so the figure says little about the service.
+std::string point_svg(const RunPoint& run, double x, double y, std::string_view metric) {
+  std::string title = point_title(run, metric);
+  if (run.saturation.saturated)
+    return "<rect class=\"saturated\" x=\"" + num(x - 5) + "\" y=\"" + num(y - 5) +
+           "\" width=\"10\" height=\"10\">" + title + "</rect>";
+  std::string cls =
+      run.verdict == Verdict::kPass ? "point" : "point " + esc(to_string(run.verdict));
+  return "<circle class=\"" + cls + "\" cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"3.5\">" +
+         title + "</circle>";
+}
+
+std::string series_svg(const HtmlReportInput& in, const Scale& s, std::string_view metric) {
+  std::string line = "<polyline class=\"series\" points=\"";
+  std::string points;
+  for (size_t i = 0; i < in.runs.size(); ++i) {
+    double v = figure(in.runs[i], metric);
+    if (!std::isfinite(v)) continue;
+    line += num(s.x(i)) + "," + num(s.y(v)) + " ";
+    points += point_svg(in.runs[i], s.x(i), s.y(v), metric);
+  }
+  return line + "\"/>" + points;
+}
+
+std::string chart(const HtmlReportInput& in, std::string_view metric) {
+  Band band = band_of(in, metric);
+  Scale s = scale_of(in, metric, band);
+  std::string box = "0 0 " + num(kWidth) + " " + num(kHeight);
+  return "<h2>" + esc(metric) +
+         "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" "
+         "data-metric=\"" +
+         esc(metric) + "\" viewBox=\"" + box + "\" width=\"" + num(kWidth) + "\" height=\"" +
+         num(kHeight) + "\" role=\"img\"><title>" + esc(metric) + " over " +
+         std::to_string(in.runs.size()) + " runs</title>" + band_svg(band, s, metric) +
+         axes_svg(in, s, metric) + series_svg(in, s, metric) + "</svg>\n";
+}
+
+std::string row(const std::vector<std::string>& cells, const char* tag) {
+  std::string out = "<tr>";
+  for (const auto& c : cells) out += std::string("<") + tag + ">" + c + "</" + tag + ">";
+  return out + "</tr>\n";
+}
+
+std::string table_row(const HtmlReportInput& in, const MetricDef& def) {
+  MetricCheck c;
+  c.metric = def.key;
+  c.unit = def.unit;
+  c.value = figure(in.runs.back(), def.key);
+  if (auto t = in.thresholds.find(def.key); t != in.thresholds.end()) c.thresholds = t->second;
+  if (in.baseline) c.baseline = figure(in.runs[*in.baseline], def.key);
+  if (c.baseline && *c.baseline != 0) c.change_pct = (c.value - *c.baseline) / *c.baseline * 100;
+  std::string base = c.baseline ? report::format_value(*c.baseline, c.unit) : "-";
+  return row({esc(c.metric), esc(base), esc(report::format_value(c.value, c.unit)),
+              esc(report::format_change(c.change_pct)), esc(report::format_limits(c))},
+             "td");
+}
+
+std::string latest_summary(const HtmlReportInput& in) {
+  const RunPoint& run = in.runs.back();
+  std::string text = "Latest: run " + std::to_string(run.id) + " (" + run.created_at;
+  if (!run.branch.empty()) text += ", branch " + run.branch;
+  if (!run.commit.empty()) text += ", commit " + report::short_id(run.commit, 7);
+  text += "), verdict " + std::string(to_string(run.verdict)) + "; baseline: ";
+  text += in.baseline ? "run " + std::to_string(in.runs[*in.baseline].id) : "none";
+  std::string out = "<p>" + esc(text) + "</p>\n";
+  if (run.saturation.saturated)
+    out += "<p class=\"warning\">" +
+           esc("Saturated: " + report::join(run.saturation.reasons, "; ") +
+               ". The load machine was the bottleneck; this run is inconclusive.") +
+           "</p>\n";
+  return out;
+}
+
+std::string latest_table(const HtmlReportInput& in) {
+  if (in.runs.empty()) return "<p>No runs stored for this profile.</p>\n";
+  std::string out = "<h2>Latest run against its baseline</h2>\n" + latest_summary(in);
+  out += "<table>\n" + row({"metric", "baseline", "latest", "change", "limits"}, "th");
+  for (const MetricDef& def : metric_defs()) out += table_row(in, def);
+  return out + "</table>\n";
+}
+
+constexpr const char* kStyle = R"(<style>
+body { font: 14px sans-serif; margin: 24px; color: #222; }
+svg.chart { border: 1px solid #ddd; background: #fff; display: block; }
+.band { fill: #2e7d32; fill-opacity: 0.12; }
+.baseline { stroke: #2e7d32; stroke-dasharray: 4 3; }
+.series { fill: none; stroke: #1565c0; stroke-width: 1.5; }
+.point { fill: #1565c0; } .point.warn { fill: #f9a825; } .point.fail { fill: #c62828; }
+.saturated { fill: none; stroke: #c62828; stroke-width: 2; }
+.axis { font-size: 11px; fill: #555; }
+table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 4px 8px; }
+td { text-align: right; } td:first-child { text-align: left; }
+.warning { color: #c62828; }
+</style>
+)";
+
+std::optional<size_t> baseline_index(const std::vector<RunRecord>& runs) {
+  if (runs.empty()) return std::nullopt;
+  const RunRecord& latest = runs.back();
+  for (size_t i = runs.size() - 1; i-- > 0;) {
+    const RunRecord& r = runs[i];
+    bool same_series = r.profile_hash == latest.profile_hash && r.host.key() == latest.host.key();
+    bool on_branch = latest.ci.baseline_branch.empty() || r.ci.branch == latest.ci.baseline_branch;
+    if (same_series && on_branch && r.eligible_as_baseline()) return i;
+  }
+  return std::nullopt;
+}
+
+// Stored profiles are redacted and may hold ${VAR}: a profile that no longer
+// parses only loses the band's width, never the report.
+ThresholdSet thresholds_of(const RunRecord& run) {
+  try {
+    auto no_env = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+    return parse_profile(run.profile_json, "stored profile", no_env).thresholds;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+}  // namespace
+
+RunPoint run_point(const RunRecord& run) {
+  RunPoint point{
+      run.id,         run.created_at,           run.ci.commit, run.ci.branch, run.verdict,
+      run.saturation, summarize(run.iterations)};
+  add_service_cpu(run, point.metrics);
+  return point;
+}
+
+HtmlReportInput html_input(const std::vector<RunRecord>& runs) {
+  HtmlReportInput in;
+  for (const RunRecord& run : runs) in.runs.push_back(run_point(run));
+  if (runs.empty()) return in;
+  in.profile_name = runs.back().profile_name;
+  in.baseline = baseline_index(runs);
+  in.thresholds = thresholds_of(runs.back());
+  return in;
+}
+
+std::string html_report(const HtmlReportInput& in) {
+  std::string title = "perfgate: " + in.profile_name;
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
+      esc(title) + "</title>\n" + kStyle + "</head>\n<body>\n<h1>" + esc(title) + "</h1>\n<p>" +
+      std::to_string(in.runs.size()) +
+      " runs, oldest first. Shaded: the baseline with the warn limit either side; "
+      "red squares: saturated runs (inconclusive).</p>\n";
+  for (std::string_view metric : kCharted)
+    if (measured(in, metric)) out += chart(in, metric);
+  return out + latest_table(in) + "</body>\n</html>\n";
+}
+
+}  // namespace perfgate

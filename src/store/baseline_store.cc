@@ -1,0 +1,356 @@
+#include "perfgate/store/baseline_store.h"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string_view>
+#include <system_error>
+
+#include "perfgate/core/error.h"
+#include "sqlite_handle.h"
+#include "store_schema.h"
+
+namespace perfgate {
+namespace fs = std::filesystem;
+namespace {
+
+using sqlite::Blob;
+using sqlite::Columns;
+using sqlite::connect;
+using sqlite::Db;
+using sqlite::exec;
+using sqlite::fail;
+using sqlite::Handle;
+using sqlite::query_int;
+using sqlite::Statement;
+using sqlite::Transaction;
+using store_schema::check_is_perfgate_store;
+using store_schema::is_read_only;
+using store_schema::prepare;
+
+bool has_content(const fs::path& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  return !ec && size > 0;
+}
+
+void create_parent(const fs::path& path) {
+  auto parent = path.parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (ec)
+    throw Error(path.string() + ": cannot create folder " + parent.string() + " (" + ec.message() +
+                ")");
+}
+
+// ---- rows ------------------------------------------------------------------
+
+constexpr std::string_view kRunColumns =
+    "id, created_at, profile_name, profile_hash, profile_json, commit_sha, branch, "
+    "baseline_branch, pipeline_id, ci_provider, host_json, engine, threads, connections, "
+    "verdict, saturated, saturation_json, status, kind, review, review_reason, review_by, "
+    "review_at, pair";
+
+constexpr std::string_view kIterationColumns =
+    "idx, discarded, duration_ns, responses, bytes_read, err_connect, err_read, err_write, "
+    "err_timeout, err_other, status_other, status_1xx, status_2xx, status_3xx, status_4xx, "
+    "status_5xx, latency, service_cpu_s";
+
+std::string utc_now() {
+  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string saturation_json(const Saturation& saturation) {
+  return nlohmann::json{{"reasons", saturation.reasons}, {"shared", saturation.shared}}.dump();
+}
+
+int64_t insert_run(Db db, const RunRecord& run) {
+  Statement stmt(db,
+                 "INSERT INTO runs (created_at, profile_name, profile_hash, profile_json, "
+                 "commit_sha, branch, baseline_branch, pipeline_id, ci_provider, host_key, "
+                 "host_json, engine, threads, connections, verdict, saturated, saturation_json, "
+                 "status, eligible, kind, review, review_reason, review_by, review_at, pair) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  stmt.bind_all(run.created_at.empty() ? utc_now() : run.created_at, run.profile_name,
+                run.profile_hash, run.profile_json, run.ci.commit, run.ci.branch,
+                run.ci.baseline_branch, run.ci.pipeline_id, run.ci.provider, run.host.key(),
+                nlohmann::json(run.host.fields).dump(), run.engine, run.threads, run.connections,
+                to_string(run.verdict), run.saturation.saturated, saturation_json(run.saturation),
+                run.status, run.eligible_as_baseline(), run.kind, run.review.state,
+                run.review.reason, run.review.by, run.review.at, run.pair);
+  stmt.run();
+  return sqlite3_last_insert_rowid(db.handle);
+}
+
+void insert_iteration(Statement& stmt, int64_t run_id, const Iteration& it,
+                      std::optional<double> service_cpu_s) {
+  const auto& s = it.stats;
+  const auto& by_class = s.statuses.by_class;
+  auto latency = s.latency.serialize();
+  stmt.bind_all(run_id, it.index, it.discarded, it.duration.count(), s.responses, s.bytes_read,
+                s.errors.connect, s.errors.read, s.errors.write, s.errors.timeout, s.errors.other,
+                by_class[0], by_class[1], by_class[2], by_class[3], by_class[4], by_class[5],
+                Blob{latency}, service_cpu_s);
+  stmt.run();
+  stmt.reset();
+}
+
+// service_cpu_s holds one figure per iteration when the service was measured.
+void insert_iterations(Db db, int64_t run_id, const RunRecord& run) {
+  Statement stmt(db, "INSERT INTO iterations (run_id, " + std::string(kIterationColumns) +
+                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (size_t i = 0; i < run.iterations.size(); ++i) {
+    std::optional<double> cpu;
+    if (i < run.service_cpu_s.size()) cpu = run.service_cpu_s[i];
+    insert_iteration(stmt, run_id, run.iterations[i], cpu);
+  }
+}
+
+void insert_samples(Db db, int64_t run_id, const std::string& json) {
+  if (json.empty()) return;
+  Statement stmt(db, "INSERT INTO run_samples (run_id, json) VALUES (?, ?)");
+  stmt.bind_all(run_id, json).run();
+}
+
+std::string load_samples(Db db, int64_t run_id) {
+  Statement stmt(db, "SELECT json FROM run_samples WHERE run_id = ?");
+  stmt.bind_all(run_id);
+  return stmt.step() ? stmt.text(0) : std::string();
+}
+
+Verdict verdict_named(Db db, const std::string& name) {
+  for (auto v : {Verdict::kPass, Verdict::kWarn, Verdict::kFail, Verdict::kError})
+    if (to_string(v) == name) return v;
+  throw Error(db.path.string() + ": store holds an unknown verdict \"" + name + "\"");
+}
+
+// The JSON columns are written only by record(); a parse failure means damage.
+void read_json_columns(Db db, const std::string& host, const std::string& saturation,
+                       RunRecord& run) {
+  try {
+    run.host.fields = nlohmann::json::parse(host).get<std::map<std::string, std::string>>();
+    auto stored = nlohmann::json::parse(saturation);
+    run.saturation.reasons = stored.value("reasons", std::vector<std::string>{});
+    run.saturation.shared = stored.value("shared", std::vector<std::string>{});
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(db.path.string() + ": store is corrupt (run " + std::to_string(run.id) + ": " +
+                e.what() + ")");
+  }
+}
+
+// Column by column in kRunColumns order.
+RunRecord read_run(Db db, Statement& row) {
+  Columns col(row);
+  RunRecord run;
+  run.id = col.int64();
+  run.created_at = col.text();
+  run.profile_name = col.text();
+  run.profile_hash = col.text();
+  run.profile_json = col.text();
+  run.ci.commit = col.text();
+  run.ci.branch = col.text();
+  run.ci.baseline_branch = col.text();
+  run.ci.pipeline_id = col.text();
+  run.ci.provider = col.text();
+  auto host_json = col.text();
+  run.engine = col.text();
+  run.threads = static_cast<int>(col.int64());
+  run.connections = static_cast<int>(col.int64());
+  run.verdict = verdict_named(db, col.text());
+  run.saturation.saturated = col.int64() != 0;
+  auto saturation_json = col.text();
+  run.status = col.text();
+  run.kind = col.text();
+  run.review = {col.text(), col.text(), col.text(), col.text()};
+  run.pair = col.text();
+  read_json_columns(db, host_json, saturation_json, run);
+  return run;
+}
+
+// Column by column in kIterationColumns order; service_cpu_s comes last.
+Iteration read_iteration(Columns& col) {
+  Iteration it;
+  it.index = static_cast<int>(col.int64());
+  it.discarded = col.int64() != 0;
+  it.duration = Nanos(col.int64());
+  auto& s = it.stats;
+  s.responses = col.u64();
+  s.bytes_read = col.u64();
+  s.errors = ErrorCounts{col.u64(), col.u64(), col.u64(), col.u64(), col.u64()};
+  for (auto& count : s.statuses.by_class) count = col.u64();  // other, 1xx ... 5xx
+  s.latency = LatencyHistogram::deserialize(col.blob());
+  return it;
+}
+
+// The service's CPU figures are kept only when every iteration has one, so
+// that service_cpu_s[i] always belongs to iterations[i].
+void load_iterations(Db db, RunRecord& run) {
+  Statement stmt(db, "SELECT " + std::string(kIterationColumns) +
+                         " FROM iterations WHERE run_id = ? ORDER BY idx");
+  stmt.bind_all(run.id);
+  bool every_cpu = true;
+  try {
+    while (stmt.step()) {
+      Columns col(stmt);
+      run.iterations.push_back(read_iteration(col));
+      auto cpu = col.real();
+      every_cpu = every_cpu && cpu;
+      if (cpu) run.service_cpu_s.push_back(*cpu);
+    }
+  } catch (const Error& e) {
+    throw Error(db.path.string() + ": run " + std::to_string(run.id) + ": " + e.what());
+  }
+  if (!every_cpu) run.service_cpu_s.clear();
+}
+
+std::optional<RunRecord> first_run_with_iterations(Db db, Statement& stmt) {
+  if (!stmt.step()) return std::nullopt;
+  RunRecord run = read_run(db, stmt);
+  load_iterations(db, run);
+  run.host_samples_json = load_samples(db, run.id);
+  return run;
+}
+
+}  // namespace
+
+// ---- BaselineStore ---------------------------------------------------------
+
+void BaselineStore::Closer::operator()(sqlite3* db) const {
+  sqlite3_close_v2(db);
+}
+
+BaselineStore::BaselineStore(fs::path path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+BaselineStore::BaselineStore(BaselineStore&&) noexcept = default;
+BaselineStore& BaselineStore::operator=(BaselineStore&&) noexcept = default;
+BaselineStore::~BaselineStore() = default;
+
+BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {
+  bool writable = mode == Mode::kReadWrite;
+  if (writable) create_parent(path);
+  if (has_content(path)) check_is_perfgate_store(path);
+  Handle db =
+      connect(path, writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
+  prepare({db.get(), path});
+  return BaselineStore(path, db.release());
+}
+
+int64_t BaselineStore::record(const RunRecord& run) {
+  return record_all({run}).front();
+}
+
+std::vector<int64_t> BaselineStore::record_all(const std::vector<RunRecord>& runs) {
+  Db db{db_.get(), path_};
+  if (is_read_only(db.handle)) throw Error(path_.string() + ": store is read-only");
+  Transaction tx(db);
+  std::vector<int64_t> ids;
+  for (const auto& run : runs) {
+    ids.push_back(insert_run(db, run));
+    insert_iterations(db, ids.back(), run);
+    insert_samples(db, ids.back(), run.host_samples_json);
+  }
+  tx.commit();
+  return ids;
+}
+
+std::optional<RunRecord> BaselineStore::latest_baseline(const BaselineQuery& query) {
+  auto runs = eligible_runs(query, 1);
+  if (runs.empty()) return std::nullopt;
+  return std::move(runs.front());
+}
+
+std::vector<RunRecord> BaselineStore::eligible_runs(const BaselineQuery& query, int limit) {
+  Db db{db_.get(), path_};
+  // Two spellings rather than "(? = '' OR host_key = ?)", which would hide the
+  // host_key column from the index.
+  std::string sql = "SELECT " + std::string(kRunColumns) +
+                    " FROM runs WHERE profile_name = ? AND profile_hash = ? AND branch = ?" +
+                    (query.host_key.empty() ? "" : " AND host_key = ?") +
+                    " AND eligible = 1 AND id < ? ORDER BY id DESC LIMIT ?";
+  Statement stmt(db, sql);
+  int64_t before = query.before_run > 0 ? query.before_run : INT64_MAX;
+  if (query.host_key.empty())
+    stmt.bind_all(query.profile_name, query.profile_hash, query.branch, before, limit);
+  else
+    stmt.bind_all(query.profile_name, query.profile_hash, query.branch, query.host_key, before,
+                  limit);
+  std::vector<RunRecord> out;
+  while (stmt.step()) {
+    out.push_back(read_run(db, stmt));
+    // An accepted run is a new normal: what came before it is history, not baseline.
+    if (out.back().review.state == "accepted") break;
+  }
+  for (auto& run : out) {
+    load_iterations(db, run);
+    run.host_samples_json = load_samples(db, run.id);
+  }
+  return out;
+}
+
+void BaselineStore::set_review(int64_t id, const Review& review) {
+  Db db{db_.get(), path_};
+  if (is_read_only(db.handle)) throw Error(path_.string() + ": store is read-only");
+  Transaction tx(db);
+  auto stored = run(id);
+  if (!stored) throw Error(path_.string() + ": no run " + std::to_string(id));
+  stored->review = review;
+  Statement stmt(db,
+                 "UPDATE runs SET review = ?, review_reason = ?, review_by = ?, review_at = ?, "
+                 "eligible = ? WHERE id = ?");
+  stmt.bind_all(review.state, review.reason, review.by, review.at, stored->eligible_as_baseline(),
+                id);
+  stmt.run();
+  tx.commit();
+}
+
+std::optional<RunRecord> BaselineStore::run(int64_t id) {
+  Db db{db_.get(), path_};
+  Statement stmt(db, "SELECT " + std::string(kRunColumns) + " FROM runs WHERE id = ?");
+  stmt.bind_all(id);
+  return first_run_with_iterations(db, stmt);
+}
+
+std::optional<RunRecord> BaselineStore::paired_partner(const RunRecord& run) {
+  if (run.pair.empty()) return std::nullopt;
+  Db db{db_.get(), path_};
+  Statement stmt(db, "SELECT " + std::string(kRunColumns) +
+                         " FROM runs WHERE pair = ? AND id != ? ORDER BY id LIMIT 1");
+  stmt.bind_all(run.pair, run.id);
+  return first_run_with_iterations(db, stmt);
+}
+
+std::vector<RunRecord> BaselineStore::runs(const std::string& profile_name, int limit) {
+  Db db{db_.get(), path_};
+  Statement stmt(db, "SELECT " + std::string(kRunColumns) +
+                         " FROM runs WHERE ? = '' OR profile_name = ? ORDER BY id DESC LIMIT ?");
+  stmt.bind_all(profile_name, profile_name, limit > 0 ? limit : -1);
+  std::vector<RunRecord> out;
+  while (stmt.step()) out.push_back(read_run(db, stmt));
+  return out;
+}
+
+int64_t BaselineStore::run_count() {
+  return query_int({db_.get(), path_}, "SELECT count(*) FROM runs");
+}
+
+int BaselineStore::schema_version() {
+  return static_cast<int>(query_int({db_.get(), path_}, "PRAGMA user_version"));
+}
+
+}  // namespace perfgate

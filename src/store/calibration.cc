@@ -1,0 +1,159 @@
+#include "perfgate/store/calibration.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+#include "perfgate/core/error.h"
+#include "perfgate/core/statistics.h"
+
+namespace perfgate {
+namespace {
+
+// Limits people can read: the next of these at or above a figure.
+double nice_round_up(double pct) {
+  static constexpr std::array<double, 16> kSteps = {1,  2,  3,  5,  7,  10,  15,  20,
+                                                    25, 30, 40, 50, 75, 100, 150, 200};
+  for (double step : kSteps)
+    if (pct <= step) return step;
+  return std::ceil(pct / 100) * 100;
+}
+
+double robust_cv_pct(const std::vector<double>& values) {
+  if (values.size() < 2) return 0;
+  double m = stats::median(values);
+  return m > 0 ? stats::mad(values) / m * 100 : 0;
+}
+
+// Standard deviation of the logarithms, as a percentage (about the CV).
+double log_sd_pct(const std::vector<double>& figures) {
+  double mean = 0;
+  for (double v : figures) mean += std::log(v) / static_cast<double>(figures.size());
+  double ss = 0;
+  for (double v : figures) ss += (std::log(v) - mean) * (std::log(v) - mean);
+  return std::sqrt(ss / static_cast<double>(figures.size() - 1)) * 100;
+}
+
+struct Setting {
+  int window;
+  double level;  // confidence as a fraction
+  int kept;      // kept iterations per run
+};
+
+// The half-width of the interval the verdict will put around a change: the
+// run-level prediction interval with three or more baseline runs, and the
+// iteration-level one (normal approximation of the rank test) always.
+double detectable_pct(const MetricNoise& n, const Setting& s) {
+  double w = s.window;
+  double iteration = stats::normal_quantile(0.5 + s.level / 2) * n.iteration_noise_pct *
+                     std::sqrt(1.0 / s.kept + 1.0 / (s.kept * w));
+  if (s.window < 3) return iteration;
+  double run =
+      stats::student_t_quantile(0.5 + s.level / 2, w - 1) * n.run_noise_pct * std::sqrt(1 + 1 / w);
+  return std::max(iteration, run);
+}
+
+// Kept iterations for the iteration-level interval to be half the fail limit.
+int iterations_for(const MetricNoise& n, const Setting& s) {
+  double half = n.suggested_fail_pct / 2;
+  double z = stats::normal_quantile(0.5 + s.level / 2);
+  double need = std::pow(z * n.iteration_noise_pct / half, 2) * (1 + 1.0 / s.window);
+  // Five kept iterations is the least a rank test against the pool can work with.
+  return std::max(5, static_cast<int>(std::ceil(need)));
+}
+
+std::optional<MetricNoise> noise_of(const MetricDef& def, const std::vector<RunFigures>& runs,
+                                    const Profile& profile, const Setting& s) {
+  MetricNoise n;
+  n.metric = std::string(def.key);
+  n.unit = std::string(def.unit);
+  std::vector<double> figures, cvs;
+  for (const auto& run : runs) {
+    auto it = run.summary.find(def.key);
+    if (it == run.summary.end() || !(it->second > 0)) return std::nullopt;
+    figures.push_back(it->second);
+    cvs.push_back(robust_cv_pct(run.values.at(n.metric)));
+  }
+  n.typical = stats::median(figures);
+  n.iteration_noise_pct = stats::median(cvs);
+  n.run_noise_pct = log_sd_pct(figures);
+  n.detectable_pct = detectable_pct(n, s);
+  n.suggested_fail_pct = nice_round_up(std::max(1.25 * n.detectable_pct, 1.0));
+  n.suggested_warn_pct = nice_round_up(n.suggested_fail_pct / 2);
+  if (n.suggested_warn_pct >= n.suggested_fail_pct) n.suggested_warn_pct = n.suggested_fail_pct / 2;
+  if (auto it = profile.thresholds.find(def.key); it != profile.thresholds.end()) {
+    n.gated = it->second.fail_pct.has_value();
+    n.current_fail_pct = it->second.fail_pct.value_or(0);
+    n.current_too_tight = n.gated && n.current_fail_pct < n.detectable_pct;
+  }
+  return n;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string pad(const std::string& text, size_t width, bool right) {
+  std::string fill(width > text.size() ? width - text.size() : 0, ' ');
+  return right ? fill + text : text + fill;
+}
+
+}  // namespace
+
+Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profile) {
+  if (runs.size() < 2) throw Error("calibrate needs at least 2 runs to see their noise");
+  Calibration c;
+  c.runs = static_cast<int>(runs.size());
+  c.window = profile.baseline.window;
+  c.confidence = profile.baseline.confidence;
+  Setting s{c.window, c.confidence / 100, profile.repeat.count - profile.repeat.discard};
+  int kept = 0;
+  for (auto defs : {metric_defs(), host_metric_defs()}) {
+    for (const auto& def : defs) {
+      auto n = noise_of(def, runs, profile, s);
+      if (!n) continue;
+      if (n->gated) kept = std::max(kept, iterations_for(*n, s));
+      c.metrics.push_back(*n);
+    }
+  }
+  c.suggested_repeat_count = std::max(kept, s.kept) + profile.repeat.discard;
+  return c;
+}
+
+std::string calibration_report(const Calibration& c) {
+  std::vector<std::array<std::string, 7>> rows = {
+      {"metric", "typical", "iter noise", "run noise", "detectable", "suggested", "now"}};
+  for (const auto& n : c.metrics) {
+    std::string now = n.gated ? "fail " + fixed(n.current_fail_pct, 0) + "%" : "-";
+    if (n.current_too_tight) now += " (too tight)";
+    rows.push_back({n.metric, fixed(n.typical, 3) + " " + n.unit,
+                    fixed(n.iteration_noise_pct, 1) + "%", fixed(n.run_noise_pct, 1) + "%",
+                    fixed(n.detectable_pct, 1) + "%",
+                    "warn " + fixed(n.suggested_warn_pct, 0) + "% fail " +
+                        fixed(n.suggested_fail_pct, 0) + "%",
+                    now});
+  }
+  std::array<size_t, 7> width{};
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::string out = "calibration: " + std::to_string(c.runs) + " A/A runs, baseline window " +
+                    std::to_string(c.window) + ", confidence " + fixed(c.confidence, 0) + "%\n";
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) line += "  " + pad(row[i], width[i], i >= 1 && i <= 4);
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
+  }
+  out +=
+      "iter noise: robust spread of iterations within a run; run noise: spread of whole runs.\n"
+      "detectable: the smallest change the verdict can tell from noise with these settings;\n"
+      "a fail limit below it fails on noise alone, or never fails for lack of significance.\n";
+  out += "suggested repeat.count: " + std::to_string(c.suggested_repeat_count) +
+         " (kept iterations enough for the suggested limits)\n";
+  return out;
+}
+
+}  // namespace perfgate

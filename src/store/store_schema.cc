@@ -1,0 +1,184 @@
+#include "store_schema.h"
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <span>
+#include <string>
+
+#include "perfgate/core/error.h"
+#include "perfgate/store/baseline_store.h"
+
+namespace perfgate::store_schema {
+namespace fs = std::filesystem;
+namespace {
+
+using sqlite::connect;
+using sqlite::Db;
+using sqlite::exec;
+using sqlite::Handle;
+using sqlite::query_int;
+using sqlite::Transaction;
+
+// PRAGMA application_id of every perfgate store ("PfGt"): tells our files from any
+// other SQLite database, which must never be touched.
+constexpr int32_t kApplicationId = 0x50664774;
+
+// ---- schema ----------------------------------------------------------------
+
+void create_schema_v1(Db db) {
+  exec(db, R"sql(
+    CREATE TABLE runs (
+      id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, profile_name TEXT NOT NULL,
+      profile_hash TEXT NOT NULL, profile_json TEXT NOT NULL, commit_sha TEXT NOT NULL,
+      branch TEXT NOT NULL, baseline_branch TEXT NOT NULL, pipeline_id TEXT NOT NULL,
+      ci_provider TEXT NOT NULL, host_key TEXT NOT NULL, host_json TEXT NOT NULL,
+      engine TEXT NOT NULL, threads INT NOT NULL, connections INT NOT NULL,
+      verdict TEXT NOT NULL, saturated INT NOT NULL, saturation_json TEXT NOT NULL,
+      status TEXT NOT NULL, eligible INT NOT NULL);
+    CREATE INDEX runs_baseline ON runs
+      (profile_name, profile_hash, branch, host_key, eligible, id);
+    CREATE TABLE iterations (
+      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INT NOT NULL,
+      discarded INT NOT NULL, duration_ns INT NOT NULL, responses INT NOT NULL,
+      bytes_read INT NOT NULL, err_connect INT NOT NULL, err_read INT NOT NULL,
+      err_write INT NOT NULL, err_timeout INT NOT NULL, err_other INT NOT NULL,
+      status_other INT NOT NULL, status_1xx INT NOT NULL, status_2xx INT NOT NULL,
+      status_3xx INT NOT NULL, status_4xx INT NOT NULL, status_5xx INT NOT NULL,
+      latency BLOB NOT NULL, PRIMARY KEY (run_id, idx));
+  )sql");
+  exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId));
+}
+
+// v2: host samples of a run (one JSON document) and the service's CPU seconds
+// per iteration (NULL when no service was measured).
+void migrate_v1_to_v2(Db db) {
+  exec(db, R"sql(
+    CREATE TABLE run_samples (
+      run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, json TEXT NOT NULL);
+    ALTER TABLE iterations ADD COLUMN service_cpu_s REAL;
+  )sql");
+}
+
+// v3: what the verdict needs from history (issue 5): the kind of run (calibration
+// runs are never baselines) and its review (`perfgate accept` / `reject`).
+void migrate_v2_to_v3(Db db) {
+  exec(db, R"sql(
+    ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'gate';
+    ALTER TABLE runs ADD COLUMN review TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN review_reason TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN review_by TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN review_at TEXT NOT NULL DEFAULT '';
+  )sql");
+}
+
+// v4: paired runs (issue 5): both sides of a paired run share a key.
+void migrate_v3_to_v4(Db db) {
+  exec(db, R"sql(
+    ALTER TABLE runs ADD COLUMN pair TEXT NOT NULL DEFAULT '';
+    CREATE INDEX runs_pair ON runs (pair) WHERE pair != '';
+  )sql");
+}
+
+using Migration = void (*)(Db);
+
+// migrations()[n] takes a store from schema n to n + 1. A new schema appends a
+// step here and bumps BaselineStore::kSchemaVersion; old steps never change.
+std::span<const Migration> migrations() {
+  static constexpr std::array<Migration, 4> kSteps = {create_schema_v1, migrate_v1_to_v2,
+                                                      migrate_v2_to_v3, migrate_v3_to_v4};
+  static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
+  return kSteps;
+}
+
+[[noreturn]] void throw_newer(const fs::path& path, int64_t version) {
+  throw Error(path.string() + ": store has schema version " + std::to_string(version) +
+              ", newer than this perfgate understands (" +
+              std::to_string(BaselineStore::kSchemaVersion) + "); upgrade perfgate");
+}
+
+void migrate(Db db) {
+  if (query_int(db, "PRAGMA user_version") == BaselineStore::kSchemaVersion) return;
+  Transaction tx(db);
+  // Read again under the write lock: another perfgate may have just migrated.
+  int64_t version = query_int(db, "PRAGMA user_version");
+  if (version > BaselineStore::kSchemaVersion) throw_newer(db.path, version);
+  for (; version < BaselineStore::kSchemaVersion; ++version)
+    migrations()[static_cast<size_t>(version)](db);
+  exec(db, "PRAGMA user_version = " + std::to_string(BaselineStore::kSchemaVersion));
+  tx.commit();
+}
+
+// ---- opening -----------------------------------------------------------------
+
+[[noreturn]] void throw_foreign(const fs::path& path, const std::string& why) {
+  throw Error(path.string() + ": not a perfgate store (" + why + "); choose another --store");
+}
+
+// SQLite takes any file shorter than one page for an empty database and would
+// write over it, so the magic string is checked here first.
+void check_sqlite_magic(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot read store (" + std::strerror(errno) + ")");
+  std::array<char, 16> magic{};
+  in.read(magic.data(), magic.size());
+  if (in.gcount() != 16 || std::memcmp(magic.data(), "SQLite format 3", 16) != 0)
+    throw_foreign(path, "not an SQLite database");
+}
+
+// Without write access nothing can be created or upgraded, but a current store
+// is still fine for reading (history, compare).
+void require_current_schema(Db db) {
+  auto version = query_int(db, "PRAGMA user_version");
+  if (version == BaselineStore::kSchemaVersion) return;
+  throw Error(db.path.string() + ": store is read-only and has schema version " +
+              std::to_string(version) + ", not " + std::to_string(BaselineStore::kSchemaVersion) +
+              "; open it once with write access to create or upgrade it");
+}
+
+}  // namespace
+
+bool is_read_only(sqlite3* db) {
+  return sqlite3_db_readonly(db, "main") == 1;
+}
+
+// Reads the header of an existing file through a read-only connection, so that
+// a file which is not ours is rejected before anything could write to it.
+void check_is_perfgate_store(const fs::path& path) {
+  check_sqlite_magic(path);
+  Handle handle = connect(path, SQLITE_OPEN_READONLY);
+  Db db{handle.get(), path};
+  int64_t app_id = 0, version = 0, objects = 0;
+  try {
+    app_id = query_int(db, "PRAGMA application_id");
+    version = query_int(db, "PRAGMA user_version");
+    objects = query_int(db, "SELECT count(*) FROM sqlite_schema");
+  } catch (const Error&) {
+    int rc = sqlite3_errcode(db.handle);
+    if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT) throw_foreign(path, sqlite3_errmsg(db.handle));
+    throw;  // locked, unreadable: a real store may be behind it
+  }
+  // An SQLite file with no tables and nothing set is as good as a new one.
+  bool blank = app_id == 0 && version == 0 && objects == 0;
+  if (app_id != kApplicationId && !blank) {
+    char id[16];
+    std::snprintf(id, sizeof id, "0x%08x", static_cast<uint32_t>(app_id));
+    throw_foreign(path, std::string("another program's SQLite database, application_id ") + id);
+  }
+  if (version > BaselineStore::kSchemaVersion) throw_newer(path, version);
+}
+
+void prepare(Db db) {
+  exec(db, "PRAGMA foreign_keys = ON");
+  if (is_read_only(db.handle)) {
+    require_current_schema(db);
+  } else {
+    // WAL lets `perfgate history` read while a run is being written.
+    exec(db, "PRAGMA journal_mode = WAL");
+    migrate(db);
+  }
+}
+
+}  // namespace perfgate::store_schema
