@@ -11,6 +11,9 @@
 #   bench/store_scale.sh -n 100000            # 100,000 runs
 #   bench/store_scale.sh -n 10000 -n 100000   # both, one real run
 #   PERFGATE=build/perfgate bench/store_scale.sh
+#   RAW_SAMPLES=1 bench/store_scale.sh        # every copy keeps its raw host samples
+# Copies that no saturation rule flagged carry the host sampler's per-iteration
+# windows but not its raw samples, as `perfgate run` stores such a run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,9 +63,10 @@ echo "== one real run (demo shape) on port $port"
 # and one in 100 saturated (never baselines), so that history and the report have something to show.
 make_copies() {
   python3 - "$work/one.jsonl" "$1" <<'PY'
-import json, sys, datetime
+import datetime, json, os, sys
 run = json.loads(open(sys.argv[1]).readline())
 run.pop("id", None)
+raw_samples = run["host_samples"]
 start = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
 out = sys.stdout
 for i in range(int(sys.argv[2])):
@@ -77,6 +81,12 @@ for i in range(int(sys.argv[2])):
     saturated = i % 100 == 99
     run["saturation"] = {"saturated": saturated, "shared": [],
                          "reasons": ["foreign CPU 80% of the host"] if saturated else []}
+    # As `perfgate run` stores a run no saturation rule flagged: the sampler's
+    # per-iteration windows, not its raw samples (an import keeps what it is given).
+    samples = json.loads(raw_samples) if raw_samples else None
+    if samples and not saturated and "windows" in samples and os.environ.get("RAW_SAMPLES") != "1":
+        samples["samples"] = []
+    run["host_samples"] = json.dumps(samples, separators=(",", ":")) if samples else ""
     out.write(json.dumps(run, separators=(",", ":")) + "\n")
 PY
 }

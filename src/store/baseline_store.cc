@@ -63,10 +63,8 @@ void create_parent(const fs::path& path) {
 constexpr std::string_view kRunColumns =
     "id, created_at, profile_name, profile_hash, profile_json, coalesce(profile_ref, 0), "
     "commit_sha, branch, baseline_branch, pipeline_id, ci_provider, host_json, "
-    "coalesce(host_ref, 0), engine, threads, "
-    "connections, "
-    "verdict, saturated, saturation_json, status, kind, review, review_reason, review_by, "
-    "review_at, pair";
+    "coalesce(host_ref, 0), engine, threads, connections, verdict, saturated, "
+    "saturation_json, status, kind, review, review_reason, review_by, review_at, pair";
 
 constexpr std::string_view kIterationColumns =
     "idx, discarded, duration_ns, responses, bytes_read, err_connect, err_read, err_write, "
@@ -157,7 +155,8 @@ void insert_iteration(Statement& stmt, int64_t run_id, const Iteration& it,
                       std::optional<double> service_cpu_s) {
   const auto& s = it.stats;
   const auto& by_class = s.statuses.by_class;
-  auto latency = s.latency.serialize();
+  // Packed: a histogram's bucket counts compress by a third or more.
+  auto latency = packed_text::pack_if_smaller(s.latency.serialize());
   stmt.bind_all(run_id, it.index, it.discarded, it.duration.count(), s.responses, s.bytes_read,
                 s.errors.connect, s.errors.read, s.errors.write, s.errors.timeout, s.errors.other,
                 by_class[0], by_class[1], by_class[2], by_class[3], by_class[4], by_class[5],
@@ -256,7 +255,7 @@ Iteration read_iteration(Columns& col) {
   s.bytes_read = col.u64();
   s.errors = ErrorCounts{col.u64(), col.u64(), col.u64(), col.u64(), col.u64()};
   for (auto& count : s.statuses.by_class) count = col.u64();  // other, 1xx ... 5xx
-  s.latency = LatencyHistogram::deserialize(col.blob());
+  s.latency = LatencyHistogram::deserialize(packed_text::unpack_if_packed(col.blob(), "histogram"));
   return it;
 }
 

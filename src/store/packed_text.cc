@@ -50,4 +50,14 @@ std::string unpack(std::string_view bytes, std::string_view what) {
   return out;
 }
 
+std::string pack_if_smaller(std::string bytes) {
+  auto packed = pack(bytes);
+  return packed.size() < bytes.size() ? packed : bytes;
+}
+
+std::string unpack_if_packed(std::string bytes, std::string_view what) {
+  if (bytes.empty() || bytes[0] != kZlibTag) return bytes;
+  return unpack(bytes, what);
+}
+
 }  // namespace perfgate::packed_text

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <set>
 
+#include "packed_text.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/sha256.h"
 #include "sqlite_handle.h"
@@ -35,7 +36,8 @@ std::string run_name(int64_t run_id) {
 void histogram_problem(Statement& row, std::vector<std::string>& problems) {
   auto where = run_name(row.int64(0)) + " iteration " + std::to_string(row.int64(1));
   try {
-    auto histogram = LatencyHistogram::deserialize(row.blob(3));
+    auto histogram =
+        LatencyHistogram::deserialize(packed_text::unpack_if_packed(row.blob(3), "histogram"));
     auto responses = static_cast<uint64_t>(row.int64(2));
     if (histogram.count() != responses)
       problems.push_back(where + ": histogram holds " + std::to_string(histogram.count()) +

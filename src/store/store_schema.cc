@@ -102,8 +102,8 @@ void move_to_texts(Db db, const std::string& column, const std::string& ref) {
 
 // v5: compact runs. Profiles and host fingerprints, the same for run after run,
 // are kept once each, compressed, in `texts`; host samples are compressed in
-// place. The old columns stay (SQLite cannot drop them cheaply) but hold ''.
-// Every text comes back byte for byte, so a migrated run judges and exports
+// place, histograms too when that makes them smaller. The old columns stay (SQLite cannot drop them
+// cheaply) but hold ''. Every text comes back byte for byte, so a migrated run judges and exports
 // as before. runs_profile serves history and the report, newest first.
 void migrate_v4_to_v5(Db db) {
   exec(db, R"sql(
@@ -121,6 +121,16 @@ void migrate_v4_to_v5(Db db) {
     auto packed = packed_text::pack(read.text(1));
     write.bind_all(Blob{packed}, read.int64(0)).run();
     write.reset();
+  }
+  Statement histograms(db, "SELECT rowid, latency FROM iterations");
+  Statement repack(db, "UPDATE iterations SET latency = ? WHERE rowid = ?");
+  while (histograms.step()) {
+    auto bytes = histograms.blob(1);
+    if (!bytes.empty() && bytes[0] == 'z') continue;  // packed already
+    auto packed = packed_text::pack_if_smaller(bytes);
+    if (packed.size() == bytes.size()) continue;
+    repack.bind_all(Blob{packed}, histograms.int64(0)).run();
+    repack.reset();
   }
 }
 
