@@ -14,6 +14,7 @@
 #include "perfgate/core/error.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
+#include "perfgate/store/store_maintenance.h"
 
 namespace perfgate {
 namespace {
@@ -117,6 +118,7 @@ int history(const HistoryOptions& opt) {
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   for (const auto& row : rows) std::cout << table_line(row, width);
   if (runs.empty()) std::cout << "(no runs)\n";
+  if (auto pruned = pruned_summary(store); !pruned.empty()) std::cout << pruned << "\n";
   return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "perfgate/core/error.h"
 #include "perfgate/store/baseline.h"
+#include "perfgate/store/store_maintenance.h"
 #include "sqlite_handle.h"
 
 namespace perfgate {
@@ -109,6 +110,7 @@ PruneResult prune_by_policy(BaselineStore& store, const PrunePolicy& policy) {
                "profile_ref IS NOT NULL UNION SELECT host_ref FROM runs WHERE host_ref IS "
                "NOT NULL)");
   sqlite::exec(db, "DROP TABLE prune_keep");
+  note_prune(store, "policy", result.deleted);
   tx.commit();
   result.kept = store.run_count();
   return result;

@@ -178,6 +178,21 @@ ImportCounts import_runs(BaselineStore& store, std::istream& in, const std::stri
   return counts;
 }
 
+std::string pruned_summary(BaselineStore& store) {
+  Statement stmt({store.connection(), store.path()},
+                 "SELECT sum(deleted), group_concat(DISTINCT rule), max(at) FROM prunes "
+                 "WHERE deleted > 0");
+  if (!stmt.step() || stmt.int64(0) == 0) return "";
+  return std::to_string(stmt.int64(0)) + " runs pruned (" + stmt.text(1) + "), last at " +
+         stmt.text(2);
+}
+
+void note_prune(BaselineStore& store, const std::string& rule, int64_t deleted) {
+  Statement stmt({store.connection(), store.path()},
+                 "INSERT INTO prunes (at, rule, deleted) VALUES (?, ?, ?)");
+  stmt.bind_all(utc_before(Nanos(0)), rule, deleted).run();
+}
+
 int stored_schema_version(const std::filesystem::path& path) {
   store_schema::check_is_perfgate_store(path);
   return static_cast<int>(store_schema::read_version(path));
@@ -196,6 +211,7 @@ int64_t prune_runs(BaselineStore& store, const PruneRule& rule) {
   stmt.run();
   auto deleted = static_cast<int64_t>(sqlite3_changes(db.handle));
   drop_unused_texts(db);
+  note_prune(store, rule.keep ? (rule.older_than ? "keep, age" : "keep") : "age", deleted);
   tx.commit();
   return deleted;
 }

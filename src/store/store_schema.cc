@@ -104,7 +104,8 @@ void move_to_texts(Db db, const std::string& column, const std::string& ref) {
 // are kept once each, compressed, in `texts`; host samples are compressed in
 // place, histograms too when that makes them smaller. The old columns stay (SQLite cannot drop them
 // cheaply) but hold ''. Every text comes back byte for byte, so a migrated run judges and exports
-// as before. runs_profile serves history and the report, newest first.
+// as before. runs_profile serves history and the report, newest first; prunes
+// remembers what `store prune` deleted, so that history can say so.
 void migrate_v4_to_v5(Db db) {
   exec(db, R"sql(
     CREATE TABLE texts (id INTEGER PRIMARY KEY, body BLOB NOT NULL UNIQUE);
@@ -112,6 +113,8 @@ void migrate_v4_to_v5(Db db) {
     ALTER TABLE runs ADD COLUMN host_ref INT REFERENCES texts(id);
     ALTER TABLE run_samples ADD COLUMN packed BLOB;
     CREATE INDEX runs_profile ON runs (profile_name, id);
+    CREATE TABLE prunes (id INTEGER PRIMARY KEY, at TEXT NOT NULL, rule TEXT NOT NULL,
+      deleted INT NOT NULL);
   )sql");
   move_to_texts(db, "profile_json", "profile_ref");
   move_to_texts(db, "host_json", "host_ref");

@@ -92,6 +92,9 @@ TEST_F(StoreMigrationCliTest, PruneByPolicyJudgesTheNewestRunsAsTheWholeStore) {
     EXPECT_EQ(read_file(a), read_file(b)) << "run " << id;
     EXPECT_NE(read_file(a), "");
   }
+  auto history = perfgate({"history"});
+  EXPECT_NE(history.out.find("2 runs pruned (policy), last at 20"), std::string::npos)
+      << history.out;
   auto mixed = perfgate({"store", "prune", "--policy", "--keep", "3"});
   EXPECT_EQ(mixed.exit_code, 3);
   EXPECT_NE(mixed.err.find("drop --keep"), std::string::npos) << mixed.err;

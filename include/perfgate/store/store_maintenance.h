@@ -42,6 +42,12 @@ struct PruneRule {
   std::optional<Nanos> older_than;
 };
 
+/// What `store prune` has deleted, for history: "" when it never deleted a run,
+/// else e.g. "1200 runs pruned (policy), last at 2026-12-01T12:00:00Z".
+std::string pruned_summary(BaselineStore& store);
+/// Remembers a prune that deleted `deleted` runs by `rule` (inside its transaction).
+void note_prune(BaselineStore& store, const std::string& rule, int64_t deleted);
+
 /// The schema version of the store at `path`, read without writing to it.
 int stored_schema_version(const std::filesystem::path& path);
 
