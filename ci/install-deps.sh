@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake make ninja-build pkg-config
-  libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libspdlog-dev
+  libcurl4-openssl-dev zlib1g-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libspdlog-dev
   libhttp-parser-dev libgtest-dev googletest
 )
 if [ "${1:-}" = "--test" ]; then

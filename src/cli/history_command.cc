@@ -14,6 +14,7 @@
 #include "perfgate/core/error.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
+#include "perfgate/store/store_maintenance.h"
 
 namespace perfgate {
 namespace {
@@ -89,11 +90,8 @@ std::string table_line(const std::vector<std::string>& cells, const std::vector<
 int history(const HistoryOptions& opt) {
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
   std::vector<RunRecord> runs;
-  for (const auto& header : store.runs(opt.profile_name, 0)) {
-    if (!opt.branch.empty() && header.ci.branch != opt.branch) continue;
-    if (opt.limit > 0 && static_cast<int>(runs.size()) >= opt.limit) break;
+  for (const auto& header : store.runs(opt.profile_name, opt.branch, opt.limit))
     if (auto run = store.run(header.id)) runs.push_back(std::move(*run));
-  }
   if (opt.json) {
     json out = json::array();
     for (const auto& run : runs) out.push_back(run_json(run, stored_run_figures(run)));
@@ -120,6 +118,7 @@ int history(const HistoryOptions& opt) {
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   for (const auto& row : rows) std::cout << table_line(row, width);
   if (runs.empty()) std::cout << "(no runs)\n";
+  if (auto pruned = pruned_summary(store); !pruned.empty()) std::cout << pruned << "\n";
   return 0;
 }
 

@@ -1,13 +1,16 @@
-// `perfgate store check|export|import|prune`: maintenance of the baseline store.
+// `perfgate store check|export|import|prune|migrate`: maintenance of the baseline store.
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
+#include <unistd.h>
+
 #include "perfgate/cli/command.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/exit_status.h"
+#include "perfgate/store/prune_policy.h"
 #include "perfgate/store/store_maintenance.h"
 
 namespace perfgate {
@@ -22,6 +25,8 @@ struct StoreOptions {
   fs::path import_path;
   int64_t keep = -1;
   std::string older_than;
+  bool policy = false;
+  int64_t keep_last = PrunePolicy{}.keep_last;
 };
 
 // Maintenance never creates a store: a mistyped --store must not leave an empty one.
@@ -60,7 +65,15 @@ int import_from(const StoreOptions& opt) {
   std::ifstream in(opt.import_path);
   if (!in) throw Error(opt.import_path.string() + ": cannot read the import file");
   auto store = BaselineStore::open(opt.store_path);
-  auto counts = import_runs(store, in, opt.import_path.string());
+  // Progress only for a person watching, never into a CI log.
+  std::function<void(const ImportCounts&)> progress;
+  if (isatty(STDERR_FILENO))
+    progress = [](const ImportCounts& c) {
+      std::cerr << "\rimporting: " << c.added << " added, " << c.skipped << " skipped"
+                << std::flush;
+    };
+  auto counts = import_runs(store, in, opt.import_path.string(), progress);
+  if (progress) std::cerr << "\r\033[K";
   std::cout << opt.store_path.string() << ": imported " << counts.added << " runs, skipped "
             << counts.skipped << " already stored\n";
   return 0;
@@ -76,6 +89,15 @@ Nanos age_flag(const std::string& text) {
 }
 
 int prune(const StoreOptions& opt) {
+  if (opt.policy) {
+    if (opt.keep >= 0 || !opt.older_than.empty())
+      throw Error("store prune: --policy decides what goes; drop --keep and --older-than");
+    auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
+    auto result = prune_by_policy(store, {opt.keep_last});
+    std::cout << opt.store_path.string() << ": pruned " << result.deleted << " runs, "
+              << result.kept << " left (every baseline the next runs can use is kept)\n";
+    return 0;
+  }
   PruneRule rule;
   if (opt.keep >= 0) rule.keep = opt.keep;
   if (!opt.older_than.empty()) rule.older_than = age_flag(opt.older_than);
@@ -83,6 +105,21 @@ int prune(const StoreOptions& opt) {
   auto deleted = prune_runs(store, rule);
   std::cout << opt.store_path.string() << ": pruned " << deleted << " runs, " << store.run_count()
             << " left\n";
+  return 0;
+}
+
+// Opening for writing migrates; this command does only that, so that an old
+// store can be upgraded (and compacted) before read-only commands use it.
+int migrate(const StoreOptions& opt) {
+  if (!fs::exists(opt.store_path)) throw Error(opt.store_path.string() + ": no such store");
+  int before = stored_schema_version(opt.store_path);
+  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
+  std::cout << opt.store_path.string() << ": ";
+  if (before == store.schema_version())
+    std::cout << "already at schema " << before;
+  else
+    std::cout << "schema " << before << " to " << store.schema_version();
+  std::cout << ", " << store.run_count() << " runs\n";
   return 0;
 }
 
@@ -108,7 +145,19 @@ void add_import_and_prune(CommandSet& commands, CLI::App* store,
   prune_cmd->add_option("--keep", opt->keep, "Newest runs to keep per profile and branch")
       ->check(CLI::NonNegativeNumber);
   prune_cmd->add_option("--older-than", opt->older_than, "Delete runs older than this (30d, 12h)");
+  prune_cmd->add_flag("--policy", opt->policy,
+                      "Keep what judging needs (baseline and drift windows per profile, branch "
+                      "and host; accepted runs; the last --keep-last of each branch)");
+  prune_cmd
+      ->add_option("--keep-last", opt->keep_last,
+                   "With --policy: newest runs kept per "
+                   "profile and branch")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   commands.add(prune_cmd, [opt](const CommandContext&) { return prune(*opt); });
+  auto* migrate_cmd = add_store_flag(
+      store->add_subcommand("migrate", "Upgrade an old store to this perfgate's schema"), *opt);
+  commands.add(migrate_cmd, [opt](const CommandContext&) { return migrate(*opt); });
 }
 
 }  // namespace

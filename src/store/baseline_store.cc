@@ -18,6 +18,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "packed_text.h"
 #include "perfgate/core/error.h"
 #include "sqlite_handle.h"
 #include "store_schema.h"
@@ -57,11 +58,13 @@ void create_parent(const fs::path& path) {
 
 // ---- rows ------------------------------------------------------------------
 
+// Profiles and host fingerprints live once each in `texts` (schema 5); a
+// column of '' with its ref set means "see there".
 constexpr std::string_view kRunColumns =
-    "id, created_at, profile_name, profile_hash, profile_json, commit_sha, branch, "
-    "baseline_branch, pipeline_id, ci_provider, host_json, engine, threads, connections, "
-    "verdict, saturated, saturation_json, status, kind, review, review_reason, review_by, "
-    "review_at, pair";
+    "id, created_at, profile_name, profile_hash, profile_json, coalesce(profile_ref, 0), "
+    "commit_sha, branch, baseline_branch, pipeline_id, ci_provider, host_json, "
+    "coalesce(host_ref, 0), engine, threads, connections, verdict, saturated, "
+    "saturation_json, status, kind, review, review_reason, review_by, review_at, pair";
 
 constexpr std::string_view kIterationColumns =
     "idx, discarded, duration_ns, responses, bytes_read, err_connect, err_read, err_write, "
@@ -81,20 +84,69 @@ std::string saturation_json(const Saturation& saturation) {
   return nlohmann::json{{"reasons", saturation.reasons}, {"shared", saturation.shared}}.dump();
 }
 
+// The id of `text` in the shared texts, added when new.
+int64_t text_ref(Db db, const std::string& text) {
+  auto packed = packed_text::pack(text);
+  Statement add(db, "INSERT OR IGNORE INTO texts (body) VALUES (?)");
+  add.bind_all(Blob{packed}).run();
+  Statement find(db, "SELECT id FROM texts WHERE body = ?");
+  find.bind_all(Blob{packed});
+  if (!find.step()) fail(db, "cannot store a run's text");
+  return find.int64(0);
+}
+
+std::string unpacked(Db db, const std::string& packed, int64_t run_id) {
+  return packed_text::unpack(packed,
+                             db.path.string() + ": run " + std::to_string(run_id) + " text");
+}
+
+// The shared texts a listing of many runs refers to, each read and unpacked once.
+class TextCache {
+ public:
+  explicit TextCache(Db db) : db_(db) {}
+  Db db() const { return db_; }
+  // A column read as (text, ref): the shared text when the ref is set.
+  const std::string& text(const std::string& column, std::optional<int64_t> ref, int64_t run_id) {
+    if (!ref) return column;
+    auto [it, fresh] = texts_.try_emplace(*ref);
+    if (fresh) {
+      Statement stmt(db_, "SELECT body FROM texts WHERE id = ?");
+      stmt.bind_all(*ref);
+      if (!stmt.step())
+        throw Error(db_.path.string() + ": store is corrupt (run " + std::to_string(run_id) +
+                    " refers to a missing text)");
+      it->second = unpacked(db_, stmt.blob(0), run_id);
+    }
+    return it->second;
+  }
+
+ private:
+  Db db_;
+  std::map<int64_t, std::string> texts_;
+};
+
+// 0 (NULL in the table) for a run whose text is still in its own column.
+std::optional<int64_t> ref_column(Columns& col) {
+  auto ref = col.int64();
+  return ref > 0 ? std::optional(ref) : std::nullopt;
+}
+
 int64_t insert_run(Db db, const RunRecord& run) {
+  auto profile_ref = text_ref(db, run.profile_json);
+  auto host_ref = text_ref(db, nlohmann::json(run.host.fields).dump());
   Statement stmt(db,
                  "INSERT INTO runs (created_at, profile_name, profile_hash, profile_json, "
-                 "commit_sha, branch, baseline_branch, pipeline_id, ci_provider, host_key, "
-                 "host_json, engine, threads, connections, verdict, saturated, saturation_json, "
-                 "status, eligible, kind, review, review_reason, review_by, review_at, pair) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "profile_ref, commit_sha, branch, baseline_branch, pipeline_id, ci_provider, "
+                 "host_key, host_json, host_ref, engine, threads, connections, verdict, "
+                 "saturated, saturation_json, status, eligible, kind, review, review_reason, "
+                 "review_by, review_at, pair) "
+                 "VALUES (?,?,?,'',?,?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   stmt.bind_all(run.created_at.empty() ? utc_now() : run.created_at, run.profile_name,
-                run.profile_hash, run.profile_json, run.ci.commit, run.ci.branch,
-                run.ci.baseline_branch, run.ci.pipeline_id, run.ci.provider, run.host.key(),
-                nlohmann::json(run.host.fields).dump(), run.engine, run.threads, run.connections,
-                to_string(run.verdict), run.saturation.saturated, saturation_json(run.saturation),
-                run.status, run.eligible_as_baseline(), run.kind, run.review.state,
-                run.review.reason, run.review.by, run.review.at, run.pair);
+                run.profile_hash, profile_ref, run.ci.commit, run.ci.branch, run.ci.baseline_branch,
+                run.ci.pipeline_id, run.ci.provider, run.host.key(), host_ref, run.engine,
+                run.threads, run.connections, to_string(run.verdict), run.saturation.saturated,
+                saturation_json(run.saturation), run.status, run.eligible_as_baseline(), run.kind,
+                run.review.state, run.review.reason, run.review.by, run.review.at, run.pair);
   stmt.run();
   return sqlite3_last_insert_rowid(db.handle);
 }
@@ -103,7 +155,8 @@ void insert_iteration(Statement& stmt, int64_t run_id, const Iteration& it,
                       std::optional<double> service_cpu_s) {
   const auto& s = it.stats;
   const auto& by_class = s.statuses.by_class;
-  auto latency = s.latency.serialize();
+  // Packed: a histogram's bucket counts compress by a third or more.
+  auto latency = packed_text::pack_if_smaller(s.latency.serialize());
   stmt.bind_all(run_id, it.index, it.discarded, it.duration.count(), s.responses, s.bytes_read,
                 s.errors.connect, s.errors.read, s.errors.write, s.errors.timeout, s.errors.other,
                 by_class[0], by_class[1], by_class[2], by_class[3], by_class[4], by_class[5],
@@ -125,14 +178,17 @@ void insert_iterations(Db db, int64_t run_id, const RunRecord& run) {
 
 void insert_samples(Db db, int64_t run_id, const std::string& json) {
   if (json.empty()) return;
-  Statement stmt(db, "INSERT INTO run_samples (run_id, json) VALUES (?, ?)");
-  stmt.bind_all(run_id, json).run();
+  auto packed = packed_text::pack(json);
+  Statement stmt(db, "INSERT INTO run_samples (run_id, json, packed) VALUES (?, '', ?)");
+  stmt.bind_all(run_id, Blob{packed}).run();
 }
 
 std::string load_samples(Db db, int64_t run_id) {
-  Statement stmt(db, "SELECT json FROM run_samples WHERE run_id = ?");
+  Statement stmt(db, "SELECT json, packed FROM run_samples WHERE run_id = ?");
   stmt.bind_all(run_id);
-  return stmt.step() ? stmt.text(0) : std::string();
+  if (!stmt.step()) return std::string();
+  auto packed = stmt.blob(1);
+  return packed.empty() ? stmt.text(0) : unpacked(db, packed, run_id);
 }
 
 Verdict verdict_named(Db db, const std::string& name) {
@@ -156,20 +212,23 @@ void read_json_columns(Db db, const std::string& host, const std::string& satura
 }
 
 // Column by column in kRunColumns order.
-RunRecord read_run(Db db, Statement& row) {
+RunRecord read_run(Statement& row, TextCache& texts) {
+  Db db = texts.db();
   Columns col(row);
   RunRecord run;
   run.id = col.int64();
   run.created_at = col.text();
   run.profile_name = col.text();
   run.profile_hash = col.text();
-  run.profile_json = col.text();
+  auto profile_json = col.text();
+  auto profile_ref = ref_column(col);
   run.ci.commit = col.text();
   run.ci.branch = col.text();
   run.ci.baseline_branch = col.text();
   run.ci.pipeline_id = col.text();
   run.ci.provider = col.text();
   auto host_json = col.text();
+  auto host_ref = ref_column(col);
   run.engine = col.text();
   run.threads = static_cast<int>(col.int64());
   run.connections = static_cast<int>(col.int64());
@@ -180,7 +239,8 @@ RunRecord read_run(Db db, Statement& row) {
   run.kind = col.text();
   run.review = {col.text(), col.text(), col.text(), col.text()};
   run.pair = col.text();
-  read_json_columns(db, host_json, saturation_json, run);
+  run.profile_json = texts.text(profile_json, profile_ref, run.id);
+  read_json_columns(db, texts.text(host_json, host_ref, run.id), saturation_json, run);
   return run;
 }
 
@@ -195,7 +255,7 @@ Iteration read_iteration(Columns& col) {
   s.bytes_read = col.u64();
   s.errors = ErrorCounts{col.u64(), col.u64(), col.u64(), col.u64(), col.u64()};
   for (auto& count : s.statuses.by_class) count = col.u64();  // other, 1xx ... 5xx
-  s.latency = LatencyHistogram::deserialize(col.blob());
+  s.latency = LatencyHistogram::deserialize(packed_text::unpack_if_packed(col.blob(), "histogram"));
   return it;
 }
 
@@ -222,10 +282,24 @@ void load_iterations(Db db, RunRecord& run) {
 
 std::optional<RunRecord> first_run_with_iterations(Db db, Statement& stmt) {
   if (!stmt.step()) return std::nullopt;
-  RunRecord run = read_run(db, stmt);
+  TextCache texts(db);
+  RunRecord run = read_run(stmt, texts);
   load_iterations(db, run);
   run.host_samples_json = load_samples(db, run.id);
   return run;
+}
+
+// A fresh run that no saturation rule flagged keeps its per-iteration summaries
+// (the host sampler's "windows", which compare reads) but not the raw samples:
+// they take most of a run's room, and only a flagged run has something in them
+// worth reading again. samples_total still says how many there were.
+std::string samples_worth_keeping(const RunRecord& run) {
+  const auto& text = run.host_samples_json;
+  if (text.empty() || run.saturation.saturated || !run.saturation.shared.empty()) return text;
+  auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("windows") || !doc.contains("samples")) return text;
+  doc["samples"] = nlohmann::json::array();
+  return doc.dump();
 }
 
 }  // namespace
@@ -252,7 +326,9 @@ BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {
 }
 
 int64_t BaselineStore::record(const RunRecord& run) {
-  return record_all({run}).front();
+  RunRecord kept = run;
+  kept.host_samples_json = samples_worth_keeping(run);
+  return record_all({kept}).front();
 }
 
 std::vector<int64_t> BaselineStore::record_all(const std::vector<RunRecord>& runs) {
@@ -267,6 +343,21 @@ std::vector<int64_t> BaselineStore::record_all(const std::vector<RunRecord>& run
   }
   tx.commit();
   return ids;
+}
+
+int64_t BaselineStore::record_each(const std::function<std::optional<RunRecord>()>& next) {
+  Db db{db_.get(), path_};
+  if (is_read_only(db.handle)) throw Error(path_.string() + ": store is read-only");
+  Transaction tx(db);
+  int64_t count = 0;
+  while (auto run = next()) {
+    auto id = insert_run(db, *run);
+    insert_iterations(db, id, *run);
+    insert_samples(db, id, run->host_samples_json);
+    ++count;
+  }
+  tx.commit();
+  return count;
 }
 
 std::optional<RunRecord> BaselineStore::latest_baseline(const BaselineQuery& query) {
@@ -291,8 +382,9 @@ std::vector<RunRecord> BaselineStore::eligible_runs(const BaselineQuery& query, 
     stmt.bind_all(query.profile_name, query.profile_hash, query.branch, query.host_key, before,
                   limit);
   std::vector<RunRecord> out;
+  TextCache texts(db);
   while (stmt.step()) {
-    out.push_back(read_run(db, stmt));
+    out.push_back(read_run(stmt, texts));
     // An accepted run is a new normal: what came before it is history, not baseline.
     if (out.back().review.state == "accepted") break;
   }
@@ -336,12 +428,22 @@ std::optional<RunRecord> BaselineStore::paired_partner(const RunRecord& run) {
 }
 
 std::vector<RunRecord> BaselineStore::runs(const std::string& profile_name, int limit) {
+  return runs(profile_name, "", limit);
+}
+
+std::vector<RunRecord> BaselineStore::runs(const std::string& profile_name,
+                                           const std::string& branch, int limit) {
   Db db{db_.get(), path_};
-  Statement stmt(db, "SELECT " + std::string(kRunColumns) +
-                         " FROM runs WHERE ? = '' OR profile_name = ? ORDER BY id DESC LIMIT ?");
-  stmt.bind_all(profile_name, profile_name, limit > 0 ? limit : -1);
+  // Only the filters given, so that SQLite walks runs_profile (or the ids)
+  // newest first and stops at the limit instead of sorting the whole table.
+  std::string where = profile_name.empty() ? "1" : "profile_name = ?1";
+  if (!branch.empty()) where += " AND branch = ?2";
+  Statement stmt(db, "SELECT " + std::string(kRunColumns) + " FROM runs WHERE " + where +
+                         " ORDER BY id DESC LIMIT ?3");
+  stmt.bind_all(profile_name, branch, limit > 0 ? limit : -1);
   std::vector<RunRecord> out;
-  while (stmt.step()) out.push_back(read_run(db, stmt));
+  TextCache texts(db);
+  while (stmt.step()) out.push_back(read_run(stmt, texts));
   return out;
 }
 

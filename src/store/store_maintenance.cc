@@ -7,9 +7,11 @@
 #include <ostream>
 #include <set>
 
+#include "packed_text.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/sha256.h"
 #include "sqlite_handle.h"
+#include "store_schema.h"
 
 namespace perfgate {
 namespace {
@@ -34,7 +36,8 @@ std::string run_name(int64_t run_id) {
 void histogram_problem(Statement& row, std::vector<std::string>& problems) {
   auto where = run_name(row.int64(0)) + " iteration " + std::to_string(row.int64(1));
   try {
-    auto histogram = LatencyHistogram::deserialize(row.blob(3));
+    auto histogram =
+        LatencyHistogram::deserialize(packed_text::unpack_if_packed(row.blob(3), "histogram"));
     auto responses = static_cast<uint64_t>(row.int64(2));
     if (histogram.count() != responses)
       problems.push_back(where + ": histogram holds " + std::to_string(histogram.count()) +
@@ -80,10 +83,20 @@ std::string content_key(const RunRecord& run) {
   return sha256_hex(to_json_line(run, false));
 }
 
+// Ids only, oldest first: the runs themselves are read one at a time.
+std::vector<int64_t> run_ids(BaselineStore& store, const std::string& profile_name) {
+  Statement stmt({store.connection(), store.path()},
+                 "SELECT id FROM runs WHERE ?1 = '' OR profile_name = ?1 ORDER BY id");
+  stmt.bind_all(profile_name);
+  std::vector<int64_t> ids;
+  while (stmt.step()) ids.push_back(stmt.int64(0));
+  return ids;
+}
+
 std::set<std::string> stored_keys(BaselineStore& store) {
   std::set<std::string> keys;
-  for (const auto& header : store.runs("", 0))
-    if (auto run = store.run(header.id)) keys.insert(content_key(*run));
+  for (auto id : run_ids(store, ""))
+    if (auto run = store.run(id)) keys.insert(content_key(*run));
   return keys;
 }
 
@@ -112,6 +125,14 @@ constexpr std::string_view kRanked =
     "SELECT id, created_at, row_number() OVER (PARTITION BY profile_name, branch "
     "ORDER BY id DESC) AS rank FROM runs";
 
+// Profiles and host fingerprints no run refers to any more.
+void drop_unused_texts(Db db) {
+  sqlite::exec(
+      db,
+      "DELETE FROM texts WHERE id NOT IN (SELECT profile_ref FROM runs WHERE "
+      "profile_ref IS NOT NULL UNION SELECT host_ref FROM runs WHERE host_ref IS NOT NULL)");
+}
+
 }  // namespace
 
 std::vector<std::string> check_store(BaselineStore& store) {
@@ -126,29 +147,55 @@ std::vector<std::string> check_store(BaselineStore& store) {
 }
 
 int64_t export_runs(BaselineStore& store, std::ostream& out, const std::string& profile_name) {
-  auto headers = store.runs(profile_name, 0);
-  for (auto it = headers.rbegin(); it != headers.rend(); ++it)
-    if (auto run = store.run(it->id)) out << to_json_line(*run) << '\n';
+  int64_t count = 0;
+  for (auto id : run_ids(store, profile_name))
+    if (auto run = store.run(id)) out << to_json_line(*run) << '\n', ++count;
   if (!out) throw Error("cannot write the export");
-  return static_cast<int64_t>(headers.size());
+  return count;
 }
 
-ImportCounts import_runs(BaselineStore& store, std::istream& in, const std::string& source) {
+ImportCounts import_runs(BaselineStore& store, std::istream& in, const std::string& source,
+                         const std::function<void(const ImportCounts&)>& progress) {
   auto keys = stored_keys(store);
-  std::vector<RunRecord> fresh;
   ImportCounts counts;
   std::string line;
-  for (int line_no = 1; std::getline(in, line); ++line_no) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto run = parse_line(line, source, line_no);
-    if (!keys.insert(content_key(run)).second) {
+  int line_no = 0;
+  auto next = [&]() -> std::optional<RunRecord> {
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (progress && line_no % 1000 == 0) progress(counts);
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      auto run = parse_line(line, source, line_no);
+      if (keys.insert(content_key(run)).second) {
+        ++counts.added;
+        return run;
+      }
       ++counts.skipped;
-      continue;
     }
-    fresh.push_back(std::move(run));
-  }
-  counts.added = static_cast<int64_t>(store.record_all(fresh).size());
+    return std::nullopt;
+  };
+  store.record_each(next);
   return counts;
+}
+
+std::string pruned_summary(BaselineStore& store) {
+  Statement stmt({store.connection(), store.path()},
+                 "SELECT sum(deleted), group_concat(DISTINCT rule), max(at) FROM prunes "
+                 "WHERE deleted > 0");
+  if (!stmt.step() || stmt.int64(0) == 0) return "";
+  return std::to_string(stmt.int64(0)) + " runs pruned (" + stmt.text(1) + "), last at " +
+         stmt.text(2);
+}
+
+void note_prune(BaselineStore& store, const std::string& rule, int64_t deleted) {
+  Statement stmt({store.connection(), store.path()},
+                 "INSERT INTO prunes (at, rule, deleted) VALUES (?, ?, ?)");
+  stmt.bind_all(utc_before(Nanos(0)), rule, deleted).run();
+}
+
+int stored_schema_version(const std::filesystem::path& path) {
+  store_schema::check_is_perfgate_store(path);
+  return static_cast<int>(store_schema::read_version(path));
 }
 
 int64_t prune_runs(BaselineStore& store, const PruneRule& rule) {
@@ -163,6 +210,8 @@ int64_t prune_runs(BaselineStore& store, const PruneRule& rule) {
   stmt.bind_all(rule.keep.value_or(0), rule.older_than ? utc_before(*rule.older_than) : "~");
   stmt.run();
   auto deleted = static_cast<int64_t>(sqlite3_changes(db.handle));
+  drop_unused_texts(db);
+  note_prune(store, rule.keep ? (rule.older_than ? "keep, age" : "keep") : "age", deleted);
   tx.commit();
   return deleted;
 }

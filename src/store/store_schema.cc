@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "packed_text.h"
 #include "perfgate/core/error.h"
 #include "perfgate/store/baseline_store.h"
 
@@ -15,11 +16,13 @@ namespace perfgate::store_schema {
 namespace fs = std::filesystem;
 namespace {
 
+using sqlite::Blob;
 using sqlite::connect;
 using sqlite::Db;
 using sqlite::exec;
 using sqlite::Handle;
 using sqlite::query_int;
+using sqlite::Statement;
 using sqlite::Transaction;
 
 // PRAGMA application_id of every perfgate store ("PfGt"): tells our files from any
@@ -82,13 +85,65 @@ void migrate_v3_to_v4(Db db) {
   )sql");
 }
 
+// Moves one JSON column of every run into the shared, compressed texts.
+void move_to_texts(Db db, const std::string& column, const std::string& ref) {
+  Statement read(db, "SELECT id, " + column + " FROM runs WHERE " + ref + " IS NULL");
+  Statement add(db, "INSERT OR IGNORE INTO texts (body) VALUES (?)");
+  Statement point(db, "UPDATE runs SET " + column + " = '', " + ref +
+                          " = (SELECT id FROM texts WHERE body = ?) WHERE id = ?");
+  while (read.step()) {
+    auto packed = packed_text::pack(read.text(1));
+    add.bind_all(Blob{packed}).run();
+    add.reset();
+    point.bind_all(Blob{packed}, read.int64(0)).run();
+    point.reset();
+  }
+}
+
+// v5: compact runs. Profiles and host fingerprints, the same for run after run,
+// are kept once each, compressed, in `texts`; host samples are compressed in
+// place, histograms too when that makes them smaller. The old columns stay (SQLite cannot drop them
+// cheaply) but hold ''. Every text comes back byte for byte, so a migrated run judges and exports
+// as before. runs_profile serves history and the report, newest first; prunes
+// remembers what `store prune` deleted, so that history can say so.
+void migrate_v4_to_v5(Db db) {
+  exec(db, R"sql(
+    CREATE TABLE texts (id INTEGER PRIMARY KEY, body BLOB NOT NULL UNIQUE);
+    ALTER TABLE runs ADD COLUMN profile_ref INT REFERENCES texts(id);
+    ALTER TABLE runs ADD COLUMN host_ref INT REFERENCES texts(id);
+    ALTER TABLE run_samples ADD COLUMN packed BLOB;
+    CREATE INDEX runs_profile ON runs (profile_name, id);
+    CREATE TABLE prunes (id INTEGER PRIMARY KEY, at TEXT NOT NULL, rule TEXT NOT NULL,
+      deleted INT NOT NULL);
+  )sql");
+  move_to_texts(db, "profile_json", "profile_ref");
+  move_to_texts(db, "host_json", "host_ref");
+  Statement read(db, "SELECT run_id, json FROM run_samples WHERE packed IS NULL");
+  Statement write(db, "UPDATE run_samples SET json = '', packed = ? WHERE run_id = ?");
+  while (read.step()) {
+    auto packed = packed_text::pack(read.text(1));
+    write.bind_all(Blob{packed}, read.int64(0)).run();
+    write.reset();
+  }
+  Statement histograms(db, "SELECT rowid, latency FROM iterations");
+  Statement repack(db, "UPDATE iterations SET latency = ? WHERE rowid = ?");
+  while (histograms.step()) {
+    auto bytes = histograms.blob(1);
+    if (!bytes.empty() && bytes[0] == 'z') continue;  // packed already
+    auto packed = packed_text::pack_if_smaller(bytes);
+    if (packed.size() == bytes.size()) continue;
+    repack.bind_all(Blob{packed}, histograms.int64(0)).run();
+    repack.reset();
+  }
+}
+
 using Migration = void (*)(Db);
 
 // migrations()[n] takes a store from schema n to n + 1. A new schema appends a
 // step here and bumps BaselineStore::kSchemaVersion; old steps never change.
 std::span<const Migration> migrations() {
-  static constexpr std::array<Migration, 4> kSteps = {create_schema_v1, migrate_v1_to_v2,
-                                                      migrate_v2_to_v3, migrate_v3_to_v4};
+  static constexpr std::array<Migration, 5> kSteps = {
+      create_schema_v1, migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4, migrate_v4_to_v5};
   static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
   return kSteps;
 }
@@ -99,16 +154,23 @@ std::span<const Migration> migrations() {
               std::to_string(BaselineStore::kSchemaVersion) + "); upgrade perfgate");
 }
 
+// The first schema with compact runs.
+constexpr int64_t kCompactSchema = 5;
+
 void migrate(Db db) {
   if (query_int(db, "PRAGMA user_version") == BaselineStore::kSchemaVersion) return;
   Transaction tx(db);
   // Read again under the write lock: another perfgate may have just migrated.
   int64_t version = query_int(db, "PRAGMA user_version");
   if (version > BaselineStore::kSchemaVersion) throw_newer(db.path, version);
+  bool compacted = version > 0 && version < kCompactSchema;
   for (; version < BaselineStore::kSchemaVersion; ++version)
     migrations()[static_cast<size_t>(version)](db);
   exec(db, "PRAGMA user_version = " + std::to_string(BaselineStore::kSchemaVersion));
   tx.commit();
+  // The pages the old texts took are free now; give them back, so the file a CI
+  // cache carries shrinks (VACUUM cannot run inside the transaction).
+  if (compacted) exec(db, "VACUUM");
 }
 
 // ---- opening -----------------------------------------------------------------
@@ -135,7 +197,7 @@ void require_current_schema(Db db) {
   if (version == BaselineStore::kSchemaVersion) return;
   throw Error(db.path.string() + ": store is read-only and has schema version " +
               std::to_string(version) + ", not " + std::to_string(BaselineStore::kSchemaVersion) +
-              "; open it once with write access to create or upgrade it");
+              "; open it once with write access to create or upgrade it (perfgate store migrate)");
 }
 
 }  // namespace
@@ -168,6 +230,11 @@ void check_is_perfgate_store(const fs::path& path) {
     throw_foreign(path, std::string("another program's SQLite database, application_id ") + id);
   }
   if (version > BaselineStore::kSchemaVersion) throw_newer(path, version);
+}
+
+int64_t read_version(const fs::path& path) {
+  Handle handle = connect(path, SQLITE_OPEN_READONLY);
+  return query_int({handle.get(), path}, "PRAGMA user_version");
 }
 
 void prepare(Db db) {

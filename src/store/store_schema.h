@@ -15,5 +15,7 @@ void check_is_perfgate_store(const std::filesystem::path& path);
 /// migrated to the current version (a read-only store must already be current).
 void prepare(sqlite::Db db);
 bool is_read_only(sqlite3* db);
+/// PRAGMA user_version of a file that passed check_is_perfgate_store().
+int64_t read_version(const std::filesystem::path& path);
 
 }  // namespace perfgate::store_schema

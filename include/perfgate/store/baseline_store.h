@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,7 +39,10 @@ class BaselineStore {
   /// Writes the run with its iterations, histograms and host samples in one
   /// transaction; returns its id.
   /// An empty `created_at` is stored as the current UTC time; `ci.summary_path` is
-  /// not stored. Throws Error on a read-only store.
+  /// not stored. The host sampler's raw samples are kept only when a saturation
+  /// rule fired (its per-iteration summaries always are); record_all() and
+  /// record_each() keep everything, as an import must. Throws Error on a
+  /// read-only store.
   int64_t record(const RunRecord& run);
   /// The most recent run eligible as a baseline for `query`, iterations loaded.
   std::optional<RunRecord> latest_baseline(const BaselineQuery& query);
@@ -56,9 +60,12 @@ class BaselineStore {
   /// Runs, newest first, without iterations (for history listings). An empty
   /// `profile_name` lists every profile; `limit` <= 0 lists them all.
   std::vector<RunRecord> runs(const std::string& profile_name = "", int limit = 100);
+  /// The same, only of `branch` when it is not empty.
+  std::vector<RunRecord> runs(const std::string& profile_name, const std::string& branch,
+                              int limit);
   int64_t run_count();
 
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   int schema_version();
   const std::filesystem::path& path() const { return path_; }
   /// The open connection, for store maintenance (store_maintenance.cc), which
@@ -66,6 +73,10 @@ class BaselineStore {
   sqlite3* connection() { return db_.get(); }
   /// Writes every run in one transaction (all or none); returns their ids.
   std::vector<int64_t> record_all(const std::vector<RunRecord>& runs);
+  /// Writes the runs `next` gives, one at a time until it gives none, in one
+  /// transaction (all or none, also when `next` throws); memory holds one run at a
+  /// time whatever their number. Returns how many were written.
+  int64_t record_each(const std::function<std::optional<RunRecord>()>& next);
 
  private:
   BaselineStore(std::filesystem::path path, sqlite3* db);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -29,7 +30,10 @@ struct ImportCounts {
 
 /// Adds the runs of a JSON-lines export under new ids, all in one transaction;
 /// a malformed line throws Error naming `source` and the line, and adds nothing.
-ImportCounts import_runs(BaselineStore& store, std::istream& in, const std::string& source);
+/// Reads and writes one run at a time, so memory stays bounded whatever the size
+/// of the file; `progress`, when given, hears the counts every 1000 lines.
+ImportCounts import_runs(BaselineStore& store, std::istream& in, const std::string& source,
+                         const std::function<void(const ImportCounts&)>& progress = {});
 
 /// Which runs `store prune` deletes. With both set, a run goes only when it is
 /// beyond the newest `keep` of its profile and branch and also older than `older_than`.
@@ -37,6 +41,15 @@ struct PruneRule {
   std::optional<int64_t> keep;  // newest runs to keep per profile + branch
   std::optional<Nanos> older_than;
 };
+
+/// What `store prune` has deleted, for history: "" when it never deleted a run,
+/// else e.g. "1200 runs pruned (policy), last at 2026-12-01T12:00:00Z".
+std::string pruned_summary(BaselineStore& store);
+/// Remembers a prune that deleted `deleted` runs by `rule` (inside its transaction).
+void note_prune(BaselineStore& store, const std::string& rule, int64_t deleted);
+
+/// The schema version of the store at `path`, read without writing to it.
+int stored_schema_version(const std::filesystem::path& path);
 
 /// Deletes the runs the rule selects (iterations and samples with them) in one
 /// transaction; returns how many.
