@@ -39,8 +39,9 @@ int on_busy(void* db, int calls) {
   return 1;
 }
 
+// The first attempt always runs: a signal stops waiting, not working.
 bool keep_trying(int rc, int attempt) {
-  return is_busy(rc) && attempt < kMaxAttempts && !stop_requested();
+  return is_busy(rc) && attempt < kMaxAttempts && (attempt == 0 || !stop_requested());
 }
 
 // A lock still held when a signal came: the store was left as it was.
