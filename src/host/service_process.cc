@@ -107,6 +107,10 @@ std::string describe_exit(int status) {
 
 ServiceProcess::ServiceProcess(const ServiceSpec& spec) : spec_(spec) {
   if (spec_.command.empty()) throw Error("service.command: empty command");
+  // The service's orphans (children of a shell that exited) become perfgate's
+  // while it lives, so that stop() reaps them instead of waiting on an init
+  // that may reap late; the guardian covers perfgate's own death.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::vector<char*> argv;
   for (auto& arg : spec_.command) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -201,6 +205,7 @@ void ServiceProcess::stop(Nanos grace) {
   kill(-pid_, SIGTERM);
   auto deadline = Clock::now() + grace;
   while (Clock::now() < deadline) {
+    reap_group();
     bool group_gone = kill(-pid_, 0) != 0;
     if (!running() && group_gone) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -211,7 +216,19 @@ void ServiceProcess::stop(Nanos grace) {
     waitpid(pid_, &exit_status_, 0);
     reaped_ = true;
   }
+  reap_group();
   dismiss_guardian();
+}
+
+// The service's orphans came to perfgate (a subreaper): reaped here, a dead
+// member no longer counts as the group still there, and none stays a zombie.
+void ServiceProcess::reap_group() {
+  int status = 0;
+  for (pid_t child; (child = waitpid(-pid_, &status, WNOHANG)) > 0;) {
+    if (child != pid_) continue;
+    exit_status_ = status;
+    reaped_ = true;
+  }
 }
 
 }  // namespace perfgate

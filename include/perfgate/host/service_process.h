@@ -35,6 +35,7 @@ class ServiceProcess {
  private:
   void start_guardian();
   void dismiss_guardian();
+  void reap_group();
 
   ServiceSpec spec_;
   pid_t pid_ = -1;
