@@ -11,17 +11,12 @@
 
 #include "perfgate/cli/command.h"
 #include "perfgate/core/exit_status.h"
+#include "perfgate/core/stop_signal.h"
 
 namespace perfgate {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The one piece of process-wide state: a signal handler can reach nothing else.
-std::atomic<bool>& stop_requested() {
-  static std::atomic<bool> flag{false};
-  return flag;
-}
 
 void on_stop_signal(int) {
   stop_requested() = true;

@@ -19,11 +19,12 @@
 namespace perfgate {
 namespace {
 
-std::unique_ptr<ServiceProcess> start_service(const Profile& profile) {
+std::unique_ptr<ServiceProcess> start_service(const Profile& profile,
+                                              const std::atomic<bool>& stop) {
   if (!profile.service) return nullptr;
   spdlog::info("starting service: {}", profile.service->command.front());
   auto service = std::make_unique<ServiceProcess>(*profile.service);
-  service->wait_ready();
+  service->wait_ready(stop);  // a signal here ends the run before any load
   return service;
 }
 
@@ -273,7 +274,7 @@ Measurement measure_load(const Profile& profile, const std::atomic<bool>& stop,
   Measurement m;
   std::optional<std::string> death;
   {
-    auto service = start_service(profile);
+    auto service = start_service(profile, stop);
     LoadGuard guard(stop, service.get());
     auto plan = plan_from_profile(profile);
     auto progress = make_progress(plan.iterations, plan.warmup + plan.duration * plan.iterations);
@@ -329,8 +330,8 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
   PairedMeasurement out;
   std::optional<std::string> death;
   {
-    auto baseline_service = start_service(baseline);
-    auto candidate_service = start_service(candidate);
+    auto baseline_service = start_service(baseline, stop);
+    auto candidate_service = start_service(candidate, stop);
     LoadGuard baseline_guard(stop, baseline_service.get());
     LoadGuard guard(baseline_guard.stop(), candidate_service.get());
     ProcReader proc("/");

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,10 +40,13 @@ std::string in_quotes(const std::string& s) {
   _exit(127);
 }
 
-// One GET; true when the service answered with any non-5xx status.
-bool answers(const std::string& url) {
+// One GET; true when the service answered with any non-5xx status. Driven
+// through a multi handle in short polls, so that a signal ends a slow answer.
+bool answers(const std::string& url, const std::atomic<bool>& stop) {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) return false;
+  std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi(curl_multi_init(),
+                                                              curl_multi_cleanup);
+  if (!curl || !multi) return false;
   curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_PROXY, "");
@@ -50,10 +54,47 @@ bool answers(const std::string& url) {
   curl_easy_setopt(
       curl.get(), CURLOPT_WRITEFUNCTION,
       +[](char*, size_t size, size_t n, void*) { return size * n; });
-  if (curl_easy_perform(curl.get()) != CURLE_OK) return false;
+  curl_multi_add_handle(multi.get(), curl.get());
+  CURLcode result = CURLE_OPERATION_TIMEDOUT;
+  for (int running = 1; running && !stop;) {
+    if (curl_multi_perform(multi.get(), &running) != CURLM_OK) break;
+    int msgs = 0;
+    if (CURLMsg* msg = curl_multi_info_read(multi.get(), &msgs); msg && msg->msg == CURLMSG_DONE)
+      result = msg->data.result;
+    if (running) curl_multi_poll(multi.get(), nullptr, 0, 50, nullptr);
+  }
+  curl_multi_remove_handle(multi.get(), curl.get());
+  if (result != CURLE_OK) return false;
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
   return status > 0 && status < 500;
+}
+
+// Runs in the forked guardian: only async-signal-safe calls. It waits on a
+// socket whose other end only perfgate holds; at EOF (perfgate gone, even by
+// SIGKILL) it ends the service's whole process group, which PR_SET_PDEATHSIG,
+// covering only the direct child, cannot do. A byte on it means perfgate
+// stopped the group itself: nothing left to do.
+[[noreturn]] void guard_group(pid_t group, int watch_fd, Nanos grace) {
+  setpgid(0, 0);  // out of perfgate's group: a kill of that group spares it
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_IGN);
+  int null_fd = open("/dev/null", O_RDWR);  // holds none of perfgate's output pipes open
+  for (int fd = 0; fd < 3; ++fd) dup2(null_fd, fd);
+  for (int fd = 3; fd < 4096; ++fd)
+    if (fd != watch_fd) close(fd);
+  char byte = 0;
+  ssize_t n;
+  while ((n = read(watch_fd, &byte, 1)) < 0 && errno == EINTR) {
+  }
+  if (n == 1) _exit(0);
+  kill(-group, SIGTERM);
+  timespec pause{0, 10'000'000};
+  for (auto waited = Nanos(0); waited < grace; waited += Nanos(pause.tv_nsec)) {
+    if (kill(-group, 0) != 0) _exit(0);
+    nanosleep(&pause, nullptr);
+  }
+  kill(-group, SIGKILL);
+  _exit(0);
 }
 
 std::string describe_exit(int status) {
@@ -66,6 +107,10 @@ std::string describe_exit(int status) {
 
 ServiceProcess::ServiceProcess(const ServiceSpec& spec) : spec_(spec) {
   if (spec_.command.empty()) throw Error("service.command: empty command");
+  // The service's orphans (children of a shell that exited) become perfgate's
+  // while it lives, so that stop() reaps them instead of waiting on an init
+  // that may reap late; the guardian covers perfgate's own death.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::vector<char*> argv;
   for (auto& arg : spec_.command) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -86,6 +131,37 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec) : spec_(spec) {
     throw Error("service.command: cannot start " + in_quotes(spec_.command[0]) + ": " +
                 strerror(err));
   }
+  start_guardian();
+}
+
+// A guardian process rather than a subreaper: a subreaper only adopts orphans
+// while it lives, and perfgate killed by SIGKILL lives no more. The guardian
+// needs nothing from perfgate but its socket's end, which the kernel closes on
+// any death. A service that leaves its process group (setsid) escapes it.
+void ServiceProcess::start_guardian() {
+  // A socket pair rather than a pipe: send() with MSG_NOSIGNAL cannot raise
+  // SIGPIPE in perfgate should the guardian be gone.
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    return;  // the direct child's PDEATHSIG still holds
+  pid_t guardian = fork();
+  if (guardian == 0) guard_group(pid_, fds[0], kStopGrace);
+  close(fds[0]);
+  if (guardian < 0) {
+    close(fds[1]);
+    return;
+  }
+  guardian_ = guardian;
+  guardian_fd_ = fds[1];
+}
+
+void ServiceProcess::dismiss_guardian() {
+  if (guardian_ <= 0) return;
+  char byte = 0;
+  (void)!send(guardian_fd_, &byte, 1, MSG_NOSIGNAL);
+  close(guardian_fd_);
+  waitpid(guardian_, nullptr, 0);
+  guardian_ = -1;
 }
 
 ServiceProcess::~ServiceProcess() {
@@ -102,15 +178,20 @@ std::string ServiceProcess::exit_description() const {
   return reaped_ ? describe_exit(exit_status_) : "is running";
 }
 
-void ServiceProcess::wait_ready() {
+void ServiceProcess::wait_ready(const std::atomic<bool>& stop) {
   auto deadline = Clock::now() + spec_.ready_timeout;
-  while (Clock::now() < deadline) {
+  while (Clock::now() < deadline && !stop) {
     if (!running())
       throw Error("service " + in_quotes(spec_.command[0]) + " " + describe_exit(exit_status_) +
                   " before it was ready");
-    if (answers(spec_.ready_url)) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (answers(spec_.ready_url, stop)) return;
+    for (int i = 0; i < 5 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (stop)
+    throw Error("interrupted by SIGINT or SIGTERM while waiting for service " +
+                in_quotes(spec_.command[0]) +
+                " to be ready; the service was stopped, nothing "
+                "stored");
   throw Error("service " + in_quotes(spec_.command[0]) +
               " not ready: " + redacted_url(spec_.ready_url) + " did not answer within " +
               format_duration(spec_.ready_timeout));
@@ -124,6 +205,7 @@ void ServiceProcess::stop(Nanos grace) {
   kill(-pid_, SIGTERM);
   auto deadline = Clock::now() + grace;
   while (Clock::now() < deadline) {
+    reap_group();
     bool group_gone = kill(-pid_, 0) != 0;
     if (!running() && group_gone) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -132,6 +214,19 @@ void ServiceProcess::stop(Nanos grace) {
   kill(-pid_, SIGKILL);
   if (!reaped_) {
     waitpid(pid_, &exit_status_, 0);
+    reaped_ = true;
+  }
+  reap_group();
+  dismiss_guardian();
+}
+
+// The service's orphans came to perfgate (a subreaper): reaped here, a dead
+// member no longer counts as the group still there, and none stays a zombie.
+void ServiceProcess::reap_group() {
+  int status = 0;
+  for (pid_t child; (child = waitpid(-pid_, &status, WNOHANG)) > 0;) {
+    if (child != pid_) continue;
+    exit_status_ = status;
     reaped_ = true;
   }
 }

@@ -165,8 +165,10 @@ class Http1Worker {
     HttpResponseParser parser;
     WeightedRoundRobin picker;
     Phase phase = Phase::resting;
-    size_t entry = 0;    // mix entry in flight
-    size_t written = 0;  // of its request bytes
+    size_t entry = 0;       // mix entry in flight
+    size_t written = 0;     // of its request bytes
+    size_t received = 0;    // of the response in flight
+    uint64_t answered = 0;  // responses on this connection since it was opened
     bool want_write = false;
     Clock::time_point sent{};      // actual send: latency's start in the closed model
     Clock::time_point intended{};  // open model: when it should have been sent
@@ -186,6 +188,8 @@ class Http1Worker {
   void read_some(Conn& c, Clock::time_point now);
   void complete(Conn& c, const HttpResponseParser::Response& r, Clock::time_point now);
   void fail(Conn& c, ErrorKind kind, Clock::time_point now);
+  bool stale(const Conn& c) const { return c.answered > 0 && c.received == 0; }
+  void reconnect(Conn& c, Clock::time_point now);
   void sleep_until(Conn& c, Phase phase, Clock::time_point when);
   void wake_due(Clock::time_point now);
   void check_deadlines(Clock::time_point now);
@@ -263,6 +267,7 @@ IterationStats* Http1Worker<T>::stats_at(Clock::time_point now) {
 template <Http1Transport T>
 void Http1Worker<T>::open(Conn& c, Clock::time_point now) {
   c.parser.reset();
+  c.answered = 0;
   if (ErrorKind failure = transport_.open(c.link, &c)) return fail(c, failure, now);
   c.phase = Phase::connecting;
   c.deadline = now + plan_.connect_timeout;
@@ -325,6 +330,7 @@ void Http1Worker<T>::send(Conn& c, Clock::time_point now, Clock::time_point inte
   }
   c.deadline = now + plan_.timeout;
   c.written = 0;
+  c.received = 0;
   c.phase = Phase::busy;
   write_some(c, now);
 }
@@ -333,7 +339,10 @@ template <Http1Transport T>
 void Http1Worker<T>::write_some(Conn& c, Clock::time_point now) {
   const std::string& bytes = plan_.requests[c.entry];
   Io io = transport_.send(c.link, std::string_view(bytes).substr(c.written));
-  if (io.status == Io::failed || io.status == Io::closed) return fail(c, &ErrorCounts::write, now);
+  if (io.status == Io::failed || io.status == Io::closed) {
+    if (stale(c)) return reconnect(c, now);
+    return fail(c, &ErrorCounts::write, now);
+  }
   c.written += io.bytes;
   bool done = c.written == bytes.size();
   // Writing interest only while a request is cut short by a full socket
@@ -354,8 +363,10 @@ void Http1Worker<T>::read_some(Conn& c, Clock::time_point now) {
       transport_.close(c.link);
       return;
     }
-    if (io.status == Io::failed) return fail(c, &ErrorCounts::read, now);
     bool closed = io.status == Io::closed;
+    if ((closed || io.status == Io::failed) && stale(c)) return reconnect(c, now);
+    if (io.status == Io::failed) return fail(c, &ErrorCounts::read, now);
+    c.received += io.bytes;
     if (IterationStats* s = stats_at(now)) s->bytes_read += io.bytes;
     done_.clear();
     bool ok = closed ? c.parser.finish(done_) : c.parser.feed({buffer_.data(), io.bytes}, done_);
@@ -382,6 +393,7 @@ void Http1Worker<T>::complete(Conn& c, const HttpResponseParser::Response& r,
     ++answered_after_end_;
   }
   c.phase = Phase::ready;
+  ++c.answered;
   if (!r.keep_alive) return open(c, now);  // Connection: close: reconnect
   next_request(c, now);
 }
@@ -395,6 +407,18 @@ void Http1Worker<T>::fail(Conn& c, ErrorKind kind, Clock::time_point now) {
   transport_.close(c.link);
   bool rest = kind == &ErrorCounts::connect || kind == &ErrorCounts::other;
   if (rest) return sleep_until(c, Phase::resting, now + kRetryDelay);
+  open(c, now);
+}
+
+// A kept-alive connection the server closed after its last complete response
+// (without saying Connection: close) fails the request that follows before a
+// byte of its answer: the close was the server's, not a failed request. Like
+// a browser, reconnect and send again. A fresh connection that fails this way
+// is an error: its `answered` is 0.
+template <Http1Transport T>
+void Http1Worker<T>::reconnect(Conn& c, Clock::time_point now) {
+  transport_.close(c.link);
+  if (plan_.schedule) --c.next_k;  // the same place in the schedule, its intended time kept
   open(c, now);
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "perfgate/core/stop_signal.h"
 #include "profile_canonical.h"
 #include "profile_sections.h"
 
@@ -62,10 +63,14 @@ std::string read_text(const std::filesystem::path& path) {
   if (fd < 0) throw Error("cannot read profile " + path.string() + ": " + std::strerror(errno));
   std::string text;
   char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  ssize_t n = 0;
+  // A signal ends an endless or slow read (a device, a FIFO) too.
+  while (!stop_requested() && (n = ::read(fd, buf, sizeof buf)) > 0)
+    text.append(buf, static_cast<size_t>(n));
   int read_errno = errno;
   ::close(fd);
+  if (stop_requested())
+    throw Error("reading profile " + path.string() + ": interrupted by a signal");
   if (n < 0) throw Error("cannot read profile " + path.string() + ": " + std::strerror(read_errno));
   return text;
 }

@@ -4,21 +4,50 @@
 #include <chrono>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "perfgate/core/error.h"
+#include "perfgate/core/stop_signal.h"
 
 namespace perfgate::sqlite {
 namespace {
 
 namespace fs = std::filesystem;
 
-// busy_timeout already waits inside SQLite, but some lock conflicts (a WAL
+// The busy handler already waits inside SQLite, but some lock conflicts (a WAL
 // snapshot that went stale, BEGIN IMMEDIATE racing a checkpoint) return BUSY at
 // once; those are retried here with a growing pause, bounded to ~60 s in all.
+// A stop signal ends both waits.
 constexpr int kMaxAttempts = 400;
+constexpr int kBusyPauseMs = 10;
 constexpr int kBusyTimeoutMs = 10'000;
+constexpr int kBusyQuietMs = 200;  // a lock held this briefly is not worth a log line
 
 bool is_busy(int rc) {
   return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+}
+
+// SQLite's busy_timeout, plus what it cannot do: say why the run pauses, and
+// give up at once on SIGINT/SIGTERM. `calls` restarts at 0 for every new wait.
+int on_busy(void* db, int calls) {
+  if (stop_requested()) return 0;
+  if (calls * kBusyPauseMs >= kBusyTimeoutMs) return 0;
+  if (calls * kBusyPauseMs == kBusyQuietMs)
+    spdlog::info("waiting for the store lock on {} (another process is using it, up to {}s)",
+                 sqlite3_db_filename(static_cast<sqlite3*>(db), "main"), kBusyTimeoutMs / 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(kBusyPauseMs));
+  return 1;
+}
+
+// The first attempt always runs: a signal stops waiting, not working.
+bool keep_trying(int rc, int attempt) {
+  return is_busy(rc) && attempt < kMaxAttempts && (attempt == 0 || !stop_requested());
+}
+
+// A lock still held when a signal came: the store was left as it was.
+void fail_if_interrupted(Db db, int rc) {
+  if (is_busy(rc) && stop_requested())
+    fail(db, "interrupted while waiting for the store lock; the store is unchanged");
 }
 
 void backoff(int attempt) {
@@ -34,10 +63,11 @@ void fail(Db db, std::string_view what) {
 
 Statement::Statement(Db db, std::string_view sql) : db_(db) {
   int rc = SQLITE_BUSY;
-  for (int attempt = 0; is_busy(rc) && attempt < kMaxAttempts; ++attempt) {
+  for (int attempt = 0; keep_trying(rc, attempt); ++attempt) {
     if (attempt > 0) backoff(attempt);
     rc = sqlite3_prepare_v2(db.handle, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
   }
+  fail_if_interrupted(db_, rc);
   if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) fail(db_, "store is corrupt");
   if (rc != SQLITE_OK) fail(db_, "store query failed");
 }
@@ -45,11 +75,12 @@ Statement::Statement(Db db, std::string_view sql) : db_(db) {
 bool Statement::step() {
   int rc = sqlite3_step(stmt_);
   // A busy step has done nothing yet, so it is safe to reset and try again.
-  for (int attempt = 1; is_busy(rc) && attempt < kMaxAttempts; ++attempt) {
+  for (int attempt = 1; keep_trying(rc, attempt); ++attempt) {
     backoff(attempt);
     sqlite3_reset(stmt_);
     rc = sqlite3_step(stmt_);
   }
+  fail_if_interrupted(db_, rc);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) fail(db_, "store is corrupt");
@@ -87,10 +118,11 @@ void Statement::bind(int index, std::optional<double> value) {
 
 void exec(Db db, const std::string& sql) {
   int rc = SQLITE_BUSY;
-  for (int attempt = 0; is_busy(rc) && attempt < kMaxAttempts; ++attempt) {
+  for (int attempt = 0; keep_trying(rc, attempt); ++attempt) {
     if (attempt > 0) backoff(attempt);
     rc = sqlite3_exec(db.handle, sql.c_str(), nullptr, nullptr, nullptr);
   }
+  fail_if_interrupted(db, rc);
   if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) fail(db, "store is corrupt");
   if (rc != SQLITE_OK) fail(db, "store update failed");
 }
@@ -120,7 +152,7 @@ Handle connect(const fs::path& path, int flags) {
   Handle db(raw);  // sqlite3_open_v2 allocates a handle even when it fails
   if (rc != SQLITE_OK) fail({db.get(), path}, "cannot open store");
   sqlite3_extended_result_codes(db.get(), 0);
-  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+  sqlite3_busy_handler(db.get(), on_busy, db.get());
   return db;
 }
 

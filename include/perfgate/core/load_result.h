@@ -32,8 +32,9 @@ struct StatusCounts {
   uint64_t of_class(int cls) const { return by_class.at(static_cast<size_t>(cls)); }
   /// wrk's "Non-2xx or 3xx responses".
   uint64_t non_2xx_3xx() const;
-  /// Responses that count as failed requests: 4xx and 5xx (and unparseable codes).
-  uint64_t failed() const { return by_class[0] + by_class[4] + by_class[5]; }
+  /// Responses that count as failed requests: 4xx and 5xx, unparseable codes, and
+  /// 1xx, which is never a final answer (a 101 switched protocols: no HTTP response).
+  uint64_t failed() const { return by_class[0] + by_class[1] + by_class[4] + by_class[5]; }
   void merge(const StatusCounts& o);
   friend bool operator==(const StatusCounts&, const StatusCounts&) = default;
 };

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <string>
 
 #include "perfgate/profile/profile.h"
@@ -10,6 +11,7 @@ namespace perfgate {
 
 /// The service under test, started by perfgate in its own process group and
 /// always stopped with it: SIGTERM to the group, SIGKILL after a grace period.
+/// A guardian process does the same if perfgate dies without stopping it.
 class ServiceProcess {
  public:
   /// Starts `spec.command`; throws Error when it cannot be started.
@@ -19,19 +21,26 @@ class ServiceProcess {
   ServiceProcess& operator=(const ServiceProcess&) = delete;
 
   /// Polls `spec.ready_url` until it answers; throws Error when the service
-  /// exits first or does not answer within `spec.ready_timeout`.
-  void wait_ready();
+  /// exits first, does not answer within `spec.ready_timeout`, or `stop` is set.
+  void wait_ready(const std::atomic<bool>& stop);
   /// True while the process has not exited.
   bool running();
   /// How it ended, e.g. "exited with status 1"; meaningful once running() is false.
   std::string exit_description() const;
-  void stop(Nanos grace = std::chrono::seconds(5));
+  static constexpr Nanos kStopGrace = std::chrono::seconds(5);
+  void stop(Nanos grace = kStopGrace);
   pid_t pid() const { return pid_; }
   const std::string& command() const { return spec_.command.front(); }
 
  private:
+  void start_guardian();
+  void dismiss_guardian();
+  void reap_group();
+
   ServiceSpec spec_;
   pid_t pid_ = -1;
+  pid_t guardian_ = -1;   // ends the group if perfgate dies without stop()
+  int guardian_fd_ = -1;  // perfgate's end of the guardian's socket
   bool reaped_ = false;
   bool stopped_ = false;
   int exit_status_ = 0;

@@ -1,0 +1,224 @@
+// Every wait ends on SIGINT/SIGTERM (service readiness, a store lock, a slow
+// profile read), and nothing perfgate started outlives it, even a perfgate
+// killed with SIGKILL. Signals come from a shell at a moment the test can see
+// (a file the service wrote, a line on stderr), never after a guessed delay;
+// the bounds are run_command's timeouts, far below the waits they replace.
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "perfgate/store/baseline_store.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+using testing::TempDir;
+
+// A one-window profile whose service command is `sh -c SCRIPT`, ready at `ready_port`.
+std::string service_profile(uint16_t port, uint16_t ready_port, const std::string& script) {
+  std::string p = std::to_string(port);
+  return R"({
+  "name": "signal-test",
+  "target": { "url": "http://127.0.0.1:)" +
+         p + R"(/" },
+  "load": { "threads": 1, "connections": 2, "duration": "1s", "warmup": "100ms" },
+  "repeat": { "count": 20, "discard": 0 },
+  "service": {
+    "command": ["/bin/sh", "-c", ")" +
+         script + R"("],
+    "ready_url": "http://127.0.0.1:)" +
+         std::to_string(ready_port) + R"(/health",
+    "ready_timeout": "1h"
+  }
+})";
+}
+
+std::string demo_server(uint16_t port) {
+  return "'" + testing::perfgate_binary() + "' demo-server --port " + std::to_string(port);
+}
+
+// perfgate runs the profile in the background; once `marker` exists, the shell
+// sends SIGNAL by perfgate's PID and exits with perfgate's exit code.
+testing::CommandResult run_and_signal(const std::filesystem::path& profile,
+                                      const std::filesystem::path& store,
+                                      const std::filesystem::path& marker, const char* signal,
+                                      int timeout_s = 30) {
+  std::string script =
+      "\"$0\" run \"$1\" --store \"$2\" & pid=$!; "
+      "while [ ! -e \"$3\" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+      "kill -" +
+      std::string(signal) + " $pid; wait $pid";
+  return testing::run_command({"/bin/sh", "-c", script, testing::perfgate_binary(),
+                               profile.string(), store.string(), marker.string()},
+                              {}, {}, timeout_s);
+}
+
+// A PID is gone once it no longer exists or is a zombie nobody reaped yet.
+bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  auto close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
+}
+
+bool gone_within(pid_t pid, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!process_gone(pid)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// Row 6: a service that never gets ready (ready_timeout 1h) is waited for only
+// until the signal.
+TEST(SignalCliTest, SignalEndsTheWaitForAServiceThatNeverGetsReady) {
+  TempDir dir;
+  auto port = testing::unused_port();
+  auto never = testing::unused_port();
+  auto marker = dir / "started";
+  testing::write_file(
+      dir / "profile.json",
+      service_profile(port, never, "touch '" + marker.string() + "'; exec " + demo_server(port)));
+  auto r = run_and_signal(dir / "profile.json", dir / "perfgate.db", marker, "TERM");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("perfgate: error: interrupted by SIGINT or SIGTERM while waiting for "
+                       "service \"/bin/sh\" to be ready"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(testing::http_get(port, "/health"), "");  // the service was stopped
+}
+
+// Row 13: a SIGINT while the service is still starting ends the run there: no
+// load begins, nothing is stored.
+TEST(SignalCliTest, SignalDuringASlowServiceStartLetsNoLoadBegin) {
+  TempDir dir;
+  auto port = testing::unused_port();
+  auto marker = dir / "starting";
+  testing::write_file(
+      dir / "profile.json",
+      service_profile(port, port,
+                      "touch '" + marker.string() + "'; sleep 2; exec " + demo_server(port)));
+  auto store = dir / "perfgate.db";
+  auto r = run_and_signal(dir / "profile.json", store, marker, "INT");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("while waiting for service"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("load:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("stored as run"), std::string::npos) << r.err;
+  if (std::filesystem::exists(store)) {
+    EXPECT_EQ(BaselineStore::open(store, BaselineStore::Mode::kReadOnly).run_count(), 0);
+  }
+}
+
+// Row 8: perfgate killed with SIGKILL takes the service's children with it, not
+// only its direct child: `sh -c "server & wait"` left the server serving.
+TEST(SignalCliTest, SigkilledPerfgateLeavesNoServiceProcessBehind) {
+  TempDir dir;
+  auto port = testing::unused_port();
+  auto pid_file = dir / "server.pid";
+  testing::write_file(
+      dir / "profile.json",
+      service_profile(port, port,
+                      demo_server(port) + " & echo $! > '" + pid_file.string() + ".tmp'; mv '" +
+                          pid_file.string() + ".tmp' '" + pid_file.string() + "'; wait"));
+  // perfgate's output goes to /dev/null: a survivor holding the captured pipes
+  // would otherwise keep run_command waiting.
+  std::string script =
+      "\"$0\" run \"$1\" --store \"$2\" >/dev/null 2>&1 & pid=$!; "
+      "while [ ! -e \"$3\" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+      "kill -KILL $pid; wait $pid";
+  auto r = testing::run_command(
+      {"/bin/sh", "-c", script, testing::perfgate_binary(), (dir / "profile.json").string(),
+       (dir / "perfgate.db").string(), pid_file.string()},
+      {}, {}, 30);
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.out << r.err;
+  ASSERT_TRUE(std::filesystem::exists(pid_file));
+  pid_t server = std::stoi(testing::read_file(pid_file));
+  ASSERT_GT(server, 0);
+  bool gone = gone_within(server, std::chrono::seconds(20));
+  if (!gone) kill(server, SIGKILL);  // the server this test started, by its PID
+  EXPECT_TRUE(gone) << "the service's child " << server << " outlived perfgate";
+}
+
+// Holds the store's write lock, as another perfgate writing would.
+class StoreLock {
+ public:
+  explicit StoreLock(const std::filesystem::path& path) {
+    sqlite3_open(path.c_str(), &db_);
+    sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+  }
+  ~StoreLock() {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+  }
+  StoreLock(const StoreLock&) = delete;
+  StoreLock& operator=(const StoreLock&) = delete;
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// Rows 6 and 16: a locked store is waited for with a line that says so, and a
+// signal ends the wait with the store unchanged.
+TEST(SignalCliTest, StoreLockWaitIsLoggedAndEndsOnSignal) {
+  TempDir dir;
+  testing::DemoServerProcess server;
+  testing::write_file(dir / "profile.json", R"({
+  "name": "lock-test",
+  "target": { "url": ")" + server.url() + R"(" },
+  "load": { "threads": 1, "connections": 1, "duration": "200ms", "warmup": "0s" },
+  "repeat": { "count": 2, "discard": 0 }
+})");
+  auto store = dir / "perfgate.db";
+  BaselineStore::open(store);  // created before the lock is taken
+  StoreLock lock(store);
+  std::string script =
+      "\"$0\" run \"$1\" --store \"$2\" 2>\"$3\" & pid=$!; "
+      "while ! grep -q 'waiting for the store lock' \"$3\" && kill -0 $pid 2>/dev/null; "
+      "do sleep 0.05; done; kill -INT $pid; wait $pid";
+  auto err_file = dir / "stderr.txt";
+  auto r =
+      testing::run_command({"/bin/sh", "-c", script, testing::perfgate_binary(),
+                            (dir / "profile.json").string(), store.string(), err_file.string()},
+                           {}, {}, 30);
+  auto err = testing::read_file(err_file);
+  EXPECT_EQ(r.exit_code, 3) << r.out << err;
+  EXPECT_NE(err.find("waiting for the store lock on " + store.string()), std::string::npos) << err;
+  EXPECT_NE(err.find("perfgate: error: " + store.string() +
+                     ": interrupted while waiting for the store lock; the store is unchanged"),
+            std::string::npos)
+      << err;
+}
+
+// Row 6: a profile read that never ends (a FIFO nobody closes) ends on SIGTERM.
+TEST(SignalCliTest, SignalEndsAProfileReadThatNeverEnds) {
+  TempDir dir;
+  auto fifo = dir / "profile.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // The shell opens the FIFO for writing (once perfgate opened it to read),
+  // writes a byte and keeps it open: perfgate waits for the rest.
+  std::string script =
+      "\"$0\" validate \"$1\" 2>\"$2\" & pid=$!; exec 3>\"$1\"; printf '[' >&3; sleep 0.2; "
+      "kill -TERM $pid; wait $pid";
+  auto err_file = dir / "stderr.txt";
+  auto r = testing::run_command(
+      {"/bin/sh", "-c", script, testing::perfgate_binary(), fifo.string(), err_file.string()}, {},
+      {}, 30);
+  auto err = testing::read_file(err_file);
+  EXPECT_EQ(r.exit_code, 3) << r.out << err;
+  EXPECT_NE(
+      err.find("perfgate: error: reading profile " + fifo.string() + ": interrupted by a signal"),
+      std::string::npos)
+      << err;
+}
+
+}  // namespace
+}  // namespace perfgate

@@ -1,0 +1,84 @@
+// What both engines' HTTP/1.1 exchange (http1_worker.h) makes of a server's
+// closes and of statuses that are no final answer: the curl and native engines
+// are held to the same checks.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "perfgate/load/curl_engine.h"
+#include "perfgate/load/native_engine.h"
+#include "support/engine_fixtures.h"
+
+namespace perfgate {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::everything;
+using testing::ScriptedServer;
+
+constexpr std::string_view kKeepAliveResponse =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, world\n";
+
+class Http1WorkerTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  LoadResult run(const LoadPlan& plan) {
+    std::atomic<bool> stop{false};
+    if (std::string(GetParam()) == "curl") return CurlEngine().run(plan, stop, nullptr);
+    return NativeEngine().run(plan, stop, nullptr);
+  }
+  static LoadPlan short_plan(const std::string& url) {
+    LoadPlan plan = testing::plan_for(url);
+    plan.warmup = 0s;
+    plan.iterations = 1;
+    plan.discard = 0;
+    return plan;
+  }
+};
+
+// Row 11: a server that closes after each complete response, without saying
+// Connection: close, closes under the next request before a byte of its answer.
+// That is a reconnect, not a failed request.
+TEST_P(Http1WorkerTest, CloseAfterACompleteResponseIsAReconnectNotAnError) {
+  ScriptedServer server({.response = std::string(kKeepAliveResponse), .close_after = true});
+  for (double rate : {0.0, 400.0}) {  // closed, then open model
+    SCOPED_TRACE(rate > 0 ? "open model" : "closed model");
+    LoadPlan plan = short_plan(server.url());
+    plan.rate = rate;
+    IterationStats total = everything(run(plan));
+    ASSERT_GT(total.responses, 10u);
+    EXPECT_EQ(total.errors.total(), 0u);
+    EXPECT_EQ(total.statuses.of_class(2), total.responses);
+    EXPECT_EQ(total.error_rate_pct(), 0.0);
+  }
+  EXPECT_GT(server.connections(), 10u);  // one per response: each close was followed
+}
+
+// A fresh connection closed before any answer is still a failed request: only
+// a connection that already served one is retried.
+TEST_P(Http1WorkerTest, CloseBeforeAnyAnswerIsStillAReadError) {
+  ScriptedServer server({.response = "", .close_after = true});
+  IterationStats total = everything(run(short_plan(server.url())));
+  EXPECT_EQ(total.responses, 0u);
+  EXPECT_GT(total.errors.read, 0u);
+}
+
+// Row 12: a 101 (or any 1xx) as the final answer is no HTTP response to the
+// request: a failure, never a success.
+TEST_P(Http1WorkerTest, A101AsTheFinalAnswerIsAFailedRequest) {
+  ScriptedServer server(
+      {.response = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n",
+       .close_after = true});
+  IterationStats total = everything(run(short_plan(server.url())));
+  ASSERT_GT(total.responses, 0u);
+  EXPECT_EQ(total.statuses.of_class(1), total.responses);
+  EXPECT_EQ(total.statuses.failed(), total.responses);
+  EXPECT_EQ(total.error_rate_pct(), 100.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, Http1WorkerTest, ::testing::Values("native", "curl"));
+
+}  // namespace
+}  // namespace perfgate
