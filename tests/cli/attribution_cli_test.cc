@@ -233,6 +233,7 @@ TEST_F(AttributionCliTest, ProfileWithOnlyProcessNameOrPidFileRunsAgainstAnOutsi
   for (const std::string& key :
        {R"("process_name": ")" + name + "\"", R"("pid_file": ")" + pid_file.string() + "\""}) {
     testing::CommandResult r;
+    store_ = dir_ / ("store-" + std::to_string(key.size()) + ".db");  // a first run: no baseline
     auto result =
         run(server.port(), profile_text(kNoSaturation + ",\n  \"service\": {" + key + "}"), r);
     EXPECT_EQ(r.exit_code, 0) << key << "\n" << r.out << r.err;
