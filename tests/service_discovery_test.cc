@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "perfgate/host/host_sampler.h"
+#include "support/test_support.h"
 
 namespace perfgate {
 namespace {
@@ -136,6 +137,14 @@ TEST(ServiceDiscovery, CgroupCountersFeedTheSampler) {
   EXPECT_EQ(snap.service_rss_kib, 10240u);
   watch.cgroup = "/gone";
   EXPECT_FALSE(take_snapshot(ProcReader(kRoot), &watch, cgroups, {}).service_cpu_total_s);
+}
+
+TEST(ServiceDiscovery, ContainerIsRecognisedByItsPidOnesCgroup) {
+  EXPECT_FALSE(in_container(ProcReader(kRoot)));
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "proc/1");
+  testing::write_file(dir / "proc/1/cgroup", "0::/kubepods/besteffort/pod1/3f2a\n");
+  EXPECT_TRUE(in_container(ProcReader(dir.path())));
 }
 
 TEST(ServiceDiscovery, UrlHostAndPort) {

@@ -99,6 +99,8 @@ ServiceSearch attributed_service(const Profile& profile, const ServiceProcess* s
   auto found = find_service(profile, started ? std::optional(started->pid()) : std::nullopt);
   if (found.service)
     spdlog::info("service: {}", found.service->describe());
+  else if (!found.note.empty())
+    spdlog::info("service: {}", found.note);
   else if (profile.service && profile.service->command.empty())
     spdlog::warn(
         "service: none of the profile's service keys names a running service; its CPU "

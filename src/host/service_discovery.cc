@@ -437,6 +437,17 @@ bool is_this_host(const std::string& host) {
 
 }  // namespace
 
+bool in_container(const ProcReader& proc) {
+  std::error_code ec;
+  if (fs::exists(proc.root() / ".dockerenv", ec) ||
+      fs::exists(proc.root() / "run/.containerenv", ec))
+    return true;
+  auto cgroup = proc.read("1/cgroup").value_or("");
+  for (const char* word : {"docker", "kubepods", "containerd", "libpod"})
+    if (cgroup.find(word) != std::string::npos) return true;
+  return false;
+}
+
 ServiceSearch find_service(const Profile& profile, std::optional<pid_t> started) {
   ServiceQuery q;
   q.started = started;
@@ -452,7 +463,13 @@ ServiceSearch find_service(const Profile& profile, std::optional<pid_t> started)
     q.port = hp->second;
     q.local = is_loopback_url(profile.target.url) || is_this_host(q.host);
   }
-  return find_service(ProcReader("/"), CgroupReader("/"), q);
+  auto out = find_service(ProcReader("/"), CgroupReader("/"), q);
+  if (!out.service && !q.local && in_container(ProcReader("/")))
+    out.note =
+        "perfgate runs in a container and the target is not on it: the service's "
+        "processes are out of sight, so it is judged as a remote service (the host_cpu "
+        "rule) and has no CPU figures";
+  return out;
 }
 
 }  // namespace perfgate

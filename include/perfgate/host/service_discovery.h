@@ -73,7 +73,14 @@ struct ServiceSearch {
   /// A local listener no visible process could be matched to (another PID
   /// namespace, permissions): its CPU stays foreign. "127.0.0.1:8080".
   std::string unattributed_listener;
+  /// Why no service could be seen at all, when that is worth saying (perfgate
+  /// in a container, the target elsewhere); empty otherwise.
+  std::string note;
 };
+
+/// Whether the reader's /proc looks like a container's: /.dockerenv,
+/// /run/.containerenv, or PID 1 in a docker, kubepods, containerd or libpod cgroup.
+bool in_container(const ProcReader& proc);
 
 /// Finds the service. A process found by PID or listener is attributed with its
 /// descendants; when it lives in a cgroup of its own (see own_cgroup), the whole
