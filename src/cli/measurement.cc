@@ -96,16 +96,19 @@ void wait_for_start(std::optional<WallTime> start_at, const std::atomic<bool>& s
 // The service: the one perfgate started, else the one the profile names or
 // the process behind the target's listener on this host.
 ServiceSearch attributed_service(const Profile& profile, const ServiceProcess* started) {
-  auto found = find_service(profile, started ? std::optional(started->pid()) : std::nullopt);
+  return find_service(profile, started ? std::optional(started->pid()) : std::nullopt);
+}
+
+// Said once the target answered: an unreachable target stays a one-line error.
+void log_service(const Profile& profile, const ServiceSearch& found, spdlog::level::level_enum at) {
   if (found.service)
-    spdlog::info("service: {}", found.service->describe());
+    spdlog::log(at, "service: {}", found.service->describe());
   else if (!found.note.empty())
-    spdlog::info("service: {}", found.note);
+    spdlog::log(at, "service: {}", found.note);
   else if (profile.service && profile.service->command.empty())
     spdlog::warn(
         "service: none of the profile's service keys names a running service; its CPU "
         "counts as foreign");
-  return found;
 }
 
 // A live line on a terminal, timestamped lines in a CI log; none with --quiet.
@@ -121,6 +124,7 @@ Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::at
                      Progress* progress) {
   auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
   probe_target(profile.target, profile.load.timeout);
+  log_service(profile, service, progress ? spdlog::level::info : spdlog::level::debug);
   wait_for_start(start_at, stop);
   spdlog::log(progress ? spdlog::level::info : spdlog::level::debug,
               "load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
@@ -353,6 +357,7 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
     // Both reachable before anything is said: an unreachable side is one error line.
     probe_target(baseline.target, baseline.load.timeout);
     probe_target(candidate.target, candidate.load.timeout);
+    for (const auto& side : sides) log_service(side.profile, side.service, spdlog::level::info);
     auto leg_length = candidate.load.duration + paired.leg_warmup;
     auto progress = make_progress(2 * pairs, 2 * candidate.load.warmup + 2 * pairs * leg_length);
     spdlog::info("paired: {} pairs of {} windows, baseline at {}, order A B, B A, ...", pairs,

@@ -161,6 +161,8 @@ TEST_F(AttributionCliTest, BackgroundServerIsFoundByItsListenerAndItsCostFollows
     ASSERT_TRUE(result["metrics"].contains("service_cpu_us_per_request")) << result.dump(2);
     ASSERT_TRUE(result["metrics"].contains("requests_per_service_cpu_s"));
     light = service_cpu_per_request(result);
+    auto check = testing::validate_result_json(dir_ / "result.json");
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   }
   fs::remove(port_file_);
   {
