@@ -354,7 +354,9 @@ void HostSampler::loop(std::stop_token stop) {
   std::condition_variable_any wake;
   auto before = take_snapshot(proc_, service_ ? &*service_ : nullptr, cgroups_, SteadyClock::now());
   auto next = before.at;
-  while (!stop.stop_requested()) {
+  // At least one sample, even when stop() came while the first snapshot was
+  // read (a short run on a starved host): a run with no sample has no claim.
+  do {
     next += interval_;
     std::unique_lock lock(m);
     wake.wait_until(lock, stop, next, [] { return false; });
@@ -364,7 +366,7 @@ void HostSampler::loop(std::stop_token stop) {
     add(before, after, tid);
     next = std::max(next, after.at);  // a slow read skips ahead instead of bursting
     before = std::move(after);
-  }
+  } while (!stop.stop_requested());
 }
 
 }  // namespace perfgate
