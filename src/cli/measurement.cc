@@ -13,6 +13,7 @@
 
 #include "perfgate/cli/progress.h"
 #include "perfgate/host/saturation.h"
+#include "perfgate/host/service_discovery.h"
 #include "perfgate/host/service_process.h"
 #include "perfgate/load/load_engine.h"
 
@@ -21,7 +22,7 @@ namespace {
 
 std::unique_ptr<ServiceProcess> start_service(const Profile& profile,
                                               const std::atomic<bool>& stop) {
-  if (!profile.service) return nullptr;
+  if (!profile.service || profile.service->command.empty()) return nullptr;  // only watched
   spdlog::info("starting service: {}", profile.service->command.front());
   auto service = std::make_unique<ServiceProcess>(*profile.service);
   service->wait_ready(stop);  // a signal here ends the run before any load
@@ -93,22 +94,22 @@ void wait_for_start(std::optional<WallTime> start_at, const std::atomic<bool>& s
         std::min<system_clock::duration>(milliseconds(20), *start_at - system_clock::now()));
 }
 
-// The service's root PID: the one perfgate started, else the profile's pid_file
-// or process name for a service running beside perfgate.
-std::optional<pid_t> service_pid(const Profile& profile, const ServiceProcess* started,
-                                 const ProcReader& proc) {
-  if (started) return started->pid();
-  if (!profile.service) return std::nullopt;
-  if (!profile.service->pid_file.empty()) {
-    std::ifstream in(profile.service->pid_file);
-    pid_t pid = 0;
-    if (in >> pid && pid > 0) return pid;
-    spdlog::warn("service.pid_file {}: no PID in it; the service's CPU is not attributed",
-                 profile.service->pid_file);
-  }
-  if (!profile.service->process_name.empty())
-    return proc.find_process(profile.service->process_name);
-  return std::nullopt;
+// The service: the one perfgate started, else the one the profile names or
+// the process behind the target's listener on this host.
+ServiceSearch attributed_service(const Profile& profile, const ServiceProcess* started) {
+  return find_service(profile, started ? std::optional(started->pid()) : std::nullopt);
+}
+
+// Said once the target answered: an unreachable target stays a one-line error.
+void log_service(const Profile& profile, const ServiceSearch& found, spdlog::level::level_enum at) {
+  if (found.service)
+    spdlog::log(at, "service: {}", found.service->describe());
+  else if (!found.note.empty())
+    spdlog::log(at, "service: {}", found.note);
+  else if (profile.service && profile.service->command.empty())
+    spdlog::warn(
+        "service: none of the profile's service keys names a running service; its CPU "
+        "counts as foreign");
 }
 
 // A live line on a terminal, timestamped lines in a CI log; none with --quiet.
@@ -120,10 +121,11 @@ std::optional<Progress> make_progress(int windows, Nanos planned) {
 
 // One engine run of `plan` with the host sampled around it.
 Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::atomic<bool>& stop,
-                     std::optional<pid_t> service, std::optional<WallTime> start_at,
+                     const ServiceSearch& service, std::optional<WallTime> start_at,
                      Progress* progress) {
   auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
   probe_target(profile.target, profile.load.timeout);
+  log_service(profile, service, progress ? spdlog::level::info : spdlog::level::debug);
   wait_for_start(start_at, stop);
   spdlog::log(progress ? spdlog::level::info : spdlog::level::debug,
               "load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
@@ -131,7 +133,11 @@ Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::at
               format_duration(plan.duration));
   Measurement m;
   m.origin = SteadyClock::now();
-  HostSampler sampler(ProcReader("/"), profile.saturation.interval, service);
+  m.service = service.service;
+  m.unattributed_listener = service.unattributed_listener;
+  HostSampler sampler(
+      ProcReader("/"), profile.saturation.interval,
+      service.service ? std::optional(ServiceWatch::of(*service.service)) : std::nullopt);
   sampler.start();
   // The engine reports each iteration right after its window closes: that moment,
   // less the window's length, is the window on the sampler's clock.
@@ -196,6 +202,11 @@ Saturation judge_saturation(const Profile& profile, const Measurement& m, bool p
   context.paired = paired_side;
   auto saturation = evaluate_saturation(kept_windows(m), profile.saturation, context);
   check_rate_achieved(m.load, saturation);
+  if (!m.unattributed_listener.empty())
+    for (auto* list : {&saturation.reasons, &saturation.shared})
+      for (auto& reason : *list)
+        if (reason.starts_with("foreign CPU"))
+          reason += "; " + unattributed_advice(m.unattributed_listener);
   for (const auto& reason : saturation.reasons) spdlog::warn("load machine saturated: {}", reason);
   for (const auto& finding : saturation.shared) spdlog::info("load machine busy: {}", finding);
   return saturation;
@@ -217,6 +228,7 @@ HostSummary host_summary(const Measurement& m, const MetricSet& metrics) {
           std::max(h.cpu_pressure_max_pct.value_or(0), *w.cpu_pressure_max_pct);
   }
   if (h.samples) h.host_cpu_mean_pct /= h.samples;
+  h.service = m.service;
   if (auto it = metrics.find("service_cpu_us_per_request"); it != metrics.end())
     h.service_cpu_us_per_request = it->second;
   return h;
@@ -255,7 +267,8 @@ RunRecord make_record(const Profile& profile, const Measurement& m, const CiCont
   rec.threads = m.load.threads;
   rec.connections = m.load.connections;
   rec.iterations = m.load.iterations;
-  rec.host_samples_json = host_samples_json(m.windows, m.samples, m.origin);
+  rec.host_samples_json =
+      host_samples_json(m.windows, m.samples, m.origin, 2000, m.service ? &*m.service : nullptr);
   return rec;
 }
 
@@ -278,8 +291,8 @@ Measurement measure_load(const Profile& profile, const std::atomic<bool>& stop,
     LoadGuard guard(stop, service.get());
     auto plan = plan_from_profile(profile);
     auto progress = make_progress(plan.iterations, plan.warmup + plan.duration * plan.iterations);
-    m = run_load(profile, plan, guard.stop(), service_pid(profile, service.get(), ProcReader("/")),
-                 start_at, progress ? &*progress : nullptr);
+    m = run_load(profile, plan, guard.stop(), attributed_service(profile, service.get()), start_at,
+                 progress ? &*progress : nullptr);
     if (progress) progress->finish();
     death = guard.finish();
   }  // the service stops here, before judging and reporting
@@ -293,7 +306,7 @@ namespace {
 struct PairedSide {
   const char* name;  // "baseline" or "candidate", for the log
   const Profile& profile;
-  std::optional<pid_t> service;
+  ServiceSearch service;
   Measurement& out;
 };
 
@@ -303,6 +316,8 @@ void append_leg(Measurement& side, Measurement leg, int index, bool discarded) {
   if (leg.load.iterations.empty()) return;  // stopped before its window
   if (side.load.iterations.empty()) {
     side.origin = leg.origin;
+    side.service = leg.service;
+    side.unattributed_listener = leg.unattributed_listener;
     side.load.engine = leg.load.engine;
     side.load.threads = leg.load.threads;
     side.load.connections = leg.load.connections;
@@ -334,16 +349,16 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
     auto candidate_service = start_service(candidate, stop);
     LoadGuard baseline_guard(stop, baseline_service.get());
     LoadGuard guard(baseline_guard.stop(), candidate_service.get());
-    ProcReader proc("/");
     std::array<PairedSide, 2> sides = {
-        PairedSide{"baseline", baseline, service_pid(baseline, baseline_service.get(), proc),
+        PairedSide{"baseline", baseline, attributed_service(baseline, baseline_service.get()),
                    out.baseline},
-        PairedSide{"candidate", candidate, service_pid(candidate, candidate_service.get(), proc),
+        PairedSide{"candidate", candidate, attributed_service(candidate, candidate_service.get()),
                    out.candidate}};
     int pairs = candidate.repeat.count;
     // Both reachable before anything is said: an unreachable side is one error line.
     probe_target(baseline.target, baseline.load.timeout);
     probe_target(candidate.target, candidate.load.timeout);
+    for (const auto& side : sides) log_service(side.profile, side.service, spdlog::level::info);
     auto leg_length = candidate.load.duration + paired.leg_warmup;
     auto progress = make_progress(2 * pairs, 2 * candidate.load.warmup + 2 * pairs * leg_length);
     spdlog::info("paired: {} pairs of {} windows, baseline at {}, order A B, B A, ...", pairs,

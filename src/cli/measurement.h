@@ -34,7 +34,9 @@ struct Measurement {
   std::vector<WindowSummary> windows;  // index = iteration index, discarded ones included
   std::vector<std::pair<int64_t, int64_t>> wall_ms;  // per iteration: Unix ms from, to
   SteadyClock::time_point origin;
-  bool aborted = false;  // SIGINT/SIGTERM stopped the load early
+  bool aborted = false;                      // SIGINT/SIGTERM stopped the load early
+  std::optional<AttributedService> service;  // whose CPU is the service's, not foreign
+  std::string unattributed_listener;         // a local listener nobody visible holds
 };
 
 /// The profile's load with its service (when it starts one) around it, from

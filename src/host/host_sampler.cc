@@ -76,6 +76,13 @@ void fill_threads(const HostSnapshot& a, const HostSnapshot& b, double ticks_per
 
 HostSnapshot take_snapshot(const ProcReader& proc, std::optional<pid_t> service,
                            SteadyClock::time_point now) {
+  if (!service) return take_snapshot(proc, nullptr, CgroupReader(""), now);
+  ServiceWatch watch{{*service}, ""};
+  return take_snapshot(proc, &watch, CgroupReader(""), now);
+}
+
+HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
+                           const CgroupReader& cgroups, SteadyClock::time_point now) {
   HostSnapshot s;
   s.at = now;
   s.cpu = proc.cpu();
@@ -89,12 +96,25 @@ HostSnapshot take_snapshot(const ProcReader& proc, std::optional<pid_t> service,
   s.own_threads = proc.threads("self");
   s.own_rss_kib = proc.rss_kib("self").value_or(0);
   if (!service) return s;
-  uint64_t ticks = 0;
-  for (pid_t pid : proc.process_tree(*service)) {
-    if (auto p = proc.process(pid)) ticks += p->cpu_ticks();
-    s.service_rss_kib += proc.rss_kib(std::to_string(pid)).value_or(0);
+  // A cgroup counts every task that ever ran in it, exited workers included;
+  // when it is gone the service is no longer measured, not measured as idle.
+  if (!service->cgroup.empty()) {
+    if (auto usec = cgroups.usage_usec(service->cgroup)) {
+      s.service_cpu_total_s = static_cast<double>(*usec) / 1e6;
+      s.service_rss_kib = cgroups.memory_bytes(service->cgroup).value_or(0) / 1024;
+    }
+    return s;
   }
-  s.service_ticks = ticks;
+  uint64_t ticks = 0;
+  std::vector<pid_t> seen;
+  for (pid_t root : service->roots)
+    for (pid_t pid : proc.process_tree(root)) {
+      if (std::find(seen.begin(), seen.end(), pid) != seen.end()) continue;
+      seen.push_back(pid);
+      if (auto p = proc.process(pid)) ticks += p->cpu_ticks();
+      s.service_rss_kib += proc.rss_kib(std::to_string(pid)).value_or(0);
+    }
+  s.service_cpu_total_s = static_cast<double>(ticks) / ticks_per_second();
   return s;
 }
 
@@ -121,8 +141,8 @@ HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double t
   if (b.io_pressure) s.io_pressure_pct = b.io_pressure->some_avg10;
   fill_threads(a, b, ticks_per_s, capacity_s, sampler_tid, s);
   s.own_rss_kib = b.own_rss_kib;
-  if (a.service_ticks && b.service_ticks) {
-    s.service_cpu_s = static_cast<double>(delta(*a.service_ticks, *b.service_ticks)) / ticks_per_s;
+  if (a.service_cpu_total_s && b.service_cpu_total_s) {
+    s.service_cpu_s = std::max(0.0, *b.service_cpu_total_s - *a.service_cpu_total_s);
     s.service_cpu_pct = capacity_s > 0 ? 100.0 * *s.service_cpu_s / capacity_s : 0.0;
     s.service_rss_kib = b.service_rss_kib;
   }
@@ -249,7 +269,8 @@ json sample_json(const HostSample& s, SteadyClock::time_point origin) {
 
 std::string host_samples_json(const std::vector<WindowSummary>& windows,
                               const std::vector<HostSample>& samples,
-                              SteadyClock::time_point origin, size_t max_samples) {
+                              SteadyClock::time_point origin, size_t max_samples,
+                              const AttributedService* service) {
   json doc = {{"version", 1}, {"windows", json::array()}, {"samples", json::array()}};
   for (const auto& w : windows) doc["windows"].push_back(window_json(w));
   // Every step-th sample, so a long run keeps its whole shape within the bound.
@@ -257,7 +278,26 @@ std::string host_samples_json(const std::vector<WindowSummary>& windows,
   for (size_t i = 0; step && i < samples.size(); i += step)
     doc["samples"].push_back(sample_json(samples[i], origin));
   doc["samples_total"] = samples.size();
+  if (service)
+    doc["service"] = {{"name", service->name},     {"pid", service->pid},
+                      {"roots", service->roots},   {"listener", service->listener},
+                      {"cgroup", service->cgroup}, {"how", service->how}};
   return doc.dump();
+}
+
+std::optional<AttributedService> attributed_service_of(const std::string& text) {
+  auto doc = json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("service") || !doc["service"].is_object())
+    return std::nullopt;
+  const auto& s = doc["service"];
+  AttributedService out;
+  out.name = s.value("name", "");
+  out.pid = s.value("pid", 0);
+  out.roots = s.value("roots", std::vector<pid_t>{});
+  out.listener = s.value("listener", "");
+  out.cgroup = s.value("cgroup", "");
+  out.how = s.value("how", "");
+  return out;
 }
 
 std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& text,
@@ -274,11 +314,12 @@ std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& t
   return out;
 }
 
-HostSampler::HostSampler(ProcReader proc, Nanos interval, std::optional<pid_t> service,
+HostSampler::HostSampler(ProcReader proc, Nanos interval, std::optional<ServiceWatch> service,
                          size_t max_samples)
     : proc_(std::move(proc)),
       interval_(interval),
-      service_(service),
+      service_(std::move(service)),
+      cgroups_(proc_.root()),
       max_samples_(max_samples),
       ticks_per_s_(ticks_per_second()) {}
 
@@ -311,18 +352,21 @@ void HostSampler::loop(std::stop_token stop) {
   auto tid = static_cast<pid_t>(syscall(SYS_gettid));
   std::mutex m;
   std::condition_variable_any wake;
-  auto before = take_snapshot(proc_, service_, SteadyClock::now());
+  auto before = take_snapshot(proc_, service_ ? &*service_ : nullptr, cgroups_, SteadyClock::now());
   auto next = before.at;
-  while (!stop.stop_requested()) {
+  // At least one sample, even when stop() came while the first snapshot was
+  // read (a short run on a starved host): a run with no sample has no claim.
+  do {
     next += interval_;
     std::unique_lock lock(m);
     wake.wait_until(lock, stop, next, [] { return false; });
     lock.unlock();
-    auto after = take_snapshot(proc_, service_, SteadyClock::now());
+    auto after =
+        take_snapshot(proc_, service_ ? &*service_ : nullptr, cgroups_, SteadyClock::now());
     add(before, after, tid);
     next = std::max(next, after.at);  // a slow read skips ahead instead of bursting
     before = std::move(after);
-  }
+  } while (!stop.stop_requested());
 }
 
 }  // namespace perfgate

@@ -215,6 +215,33 @@ std::optional<std::string> ProcReader::read(const std::string& relative) const {
   return read_text(proc_ / relative);
 }
 
+std::optional<std::string> ProcReader::link(const std::string& relative) const {
+  std::error_code ec;
+  auto target = fs::read_symlink(proc_ / relative, ec);
+  if (ec) return std::nullopt;
+  return target.string();
+}
+
+std::optional<std::vector<std::string>> ProcReader::fd_links(pid_t pid) const {
+  std::vector<std::string> links;
+  std::error_code ec;
+  fs::directory_iterator it(proc_ / std::to_string(pid) / "fd", ec);
+  if (ec) return std::nullopt;
+  for (fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+    std::error_code link_ec;
+    auto target = fs::read_symlink(it->path(), link_ec);
+    if (!link_ec) links.push_back(target.string());  // an fd closed meanwhile is skipped
+  }
+  if (ec) return std::nullopt;
+  return links;
+}
+
+std::vector<pid_t> ProcReader::pids() const {
+  std::vector<pid_t> out;
+  for (const auto& name : numeric_entries(proc_)) out.push_back(*number<pid_t>(name));
+  return out;
+}
+
 std::optional<CpuStat> ProcReader::cpu() const {
   auto text = read("stat");
   if (!text) return std::nullopt;

@@ -170,6 +170,8 @@ static json service_json(const ServiceSpec& s) {
   if (!s.command.empty()) out["command"] = s.command;
   if (!s.pid_file.empty()) out["pid_file"] = s.pid_file;
   if (!s.process_name.empty()) out["process_name"] = s.process_name;
+  if (!s.cgroup.empty()) out["cgroup"] = s.cgroup;
+  if (!s.container.empty()) out["container"] = s.container;
   return out;
 }
 

@@ -18,8 +18,9 @@ constexpr std::array<std::string_view, 8> kLoadKeys = {
 constexpr std::array<std::string_view, 2> kRepeatKeys = {"count", "discard"};
 constexpr std::array<std::string_view, 3> kFloorKeys = {"warn", "fail", "min"};
 constexpr std::array<std::string_view, 3> kCeilingKeys = {"warn", "fail", "max"};
-constexpr std::array<std::string_view, 7> kServiceKeys = {
-    "command", "ready_url", "ready_timeout", "cwd", "env", "pid_file", "process_name"};
+constexpr std::array<std::string_view, 9> kServiceKeys = {
+    "command",  "ready_url",    "ready_timeout", "cwd",      "env",
+    "pid_file", "process_name", "cgroup",        "container"};
 constexpr std::array<std::string_view, 7> kSaturationKeys = {
     "interval", "generator_cpu",    "foreign_cpu", "host_cpu",
     "steal",    "memory_available", "cpu_pressure"};
@@ -164,8 +165,11 @@ std::optional<ServiceSpec> read_service(const Section& root, const TargetSpec& t
   ServiceSpec service;
   service.pid_file = s.string("pid_file").value_or("");
   service.process_name = s.string("process_name").value_or("");
+  service.cgroup = s.string("cgroup").value_or("");
+  service.container = s.string("container").value_or("");
   // A service that runs elsewhere on this host is only watched, not started.
-  bool watched_only = !service.pid_file.empty() || !service.process_name.empty();
+  bool watched_only = !service.pid_file.empty() || !service.process_name.empty() ||
+                      !service.cgroup.empty() || !service.container.empty();
   if (s.has("command") || !watched_only) {
     if (s.require("command")) service.command = s.string_list("command");
   }

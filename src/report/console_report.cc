@@ -98,6 +98,15 @@ std::string traffic_line(const IterationStats& t) {
          " with status 4xx/5xx, " + std::to_string(t.bytes_read) + " bytes read\n";
 }
 
+// Whose CPU counted as the service's, and how perfgate knew.
+std::string service_line(const HostSummary& h) {
+  if (!h.service) return "";
+  std::string cost;
+  if (h.service_cpu_us_per_request)
+    cost = "; " + report::fixed(*h.service_cpu_us_per_request, 1) + " us CPU per request";
+  return "  service: " + one_line(h.service->describe()) + cost + "\n";
+}
+
 // Who was busy while measuring: the first thing to read when a run looks odd.
 std::string load_machine_line(const HostSummary& h) {
   if (h.samples == 0) return "";
@@ -105,7 +114,7 @@ std::string load_machine_line(const HostSummary& h) {
          report::fixed(h.host_cpu_max_pct, 0) + "% max; busiest load thread " +
          report::fixed(h.generator_thread_max_pct, 0) + "% of a core; other processes " +
          report::fixed(h.foreign_cpu_max_pct, 0) + "%; steal " + report::fixed(h.steal_max_pct, 0) +
-         "%\n";
+         "%\n" + service_line(h);
 }
 
 // A merged run's shards, one line each: which machine made how much of the load.

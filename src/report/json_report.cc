@@ -190,16 +190,25 @@ json metrics_json(const std::vector<MetricCheck>& checks) {
 // nothing was sampled.
 json load_machine_json(const HostSummary& h) {
   if (h.samples == 0) return nullptr;
-  return {{"samples", h.samples},
-          {"host_cpu_mean_pct", number(h.host_cpu_mean_pct)},
-          {"host_cpu_max_pct", number(h.host_cpu_max_pct)},
-          {"steal_max_pct", number(h.steal_max_pct)},
-          {"generator_thread_max_pct", number(h.generator_thread_max_pct)},
-          {"foreign_cpu_max_pct", number(h.foreign_cpu_max_pct)},
-          {"memory_available_min_pct", number(h.memory_available_min_pct)},
-          {"cpu_pressure_max_pct", number(h.cpu_pressure_max_pct)},
-          {"service_cpu_us_per_request", number(h.service_cpu_us_per_request)},
-          {"doctor_warnings", h.doctor_warnings}};
+  json out = {{"samples", h.samples},
+              {"host_cpu_mean_pct", number(h.host_cpu_mean_pct)},
+              {"host_cpu_max_pct", number(h.host_cpu_max_pct)},
+              {"steal_max_pct", number(h.steal_max_pct)},
+              {"generator_thread_max_pct", number(h.generator_thread_max_pct)},
+              {"foreign_cpu_max_pct", number(h.foreign_cpu_max_pct)},
+              {"memory_available_min_pct", number(h.memory_available_min_pct)},
+              {"cpu_pressure_max_pct", number(h.cpu_pressure_max_pct)},
+              {"service_cpu_us_per_request", number(h.service_cpu_us_per_request)},
+              {"doctor_warnings", h.doctor_warnings}};
+  // Only when one was attributed: reports of runs without one stay as they were.
+  if (h.service)
+    out["service"] = {{"name", h.service->name},
+                      {"pid", h.service->pid ? json(h.service->pid) : json(nullptr)},
+                      {"listener", h.service->listener},
+                      {"cgroup", h.service->cgroup},
+                      {"how", h.service->how},
+                      {"description", h.service->describe()}};
+  return out;
 }
 
 json json_report(const GateResult& result) {

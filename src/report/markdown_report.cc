@@ -124,7 +124,7 @@ Facts run_facts(const GateResult& r) {
 }
 
 Facts load_facts(const GateResult& r) {
-  return {
+  Facts facts = {
       {"engine", r.engine},
       {"threads x connections", std::to_string(r.threads) + " x " + std::to_string(r.connections)},
       {"iterations kept", std::to_string(r.iterations_kept) + " of " +
@@ -134,6 +134,14 @@ Facts load_facts(const GateResult& r) {
       {"bytes read", std::to_string(r.totals.bytes_read)},
       {"socket errors", counts(r.totals.errors)},
       {"status classes", counts(r.totals.statuses)}};
+  if (const auto& s = r.host_summary.service) {
+    std::string cost;
+    if (r.host_summary.service_cpu_us_per_request)
+      cost = "; " + report::fixed(*r.host_summary.service_cpu_us_per_request, 1) +
+             " us CPU per request";
+    facts.emplace_back("service", s->describe() + cost);
+  }
+  return facts;
 }
 
 Facts host_facts(const HostFingerprint& host) {

@@ -236,6 +236,20 @@ inline GateResult pass_result() {
   return GateResultBuilder().build();
 }
 
+/// pass_result() of a service perfgate found by its listener, in a cgroup of its own.
+inline GateResult attributed_service_result() {
+  GateResult r = pass_result();
+  AttributedService s;
+  s.pid = 4242;
+  s.roots = {4242};
+  s.name = "api-server";
+  s.listener = "127.0.0.1:8080";
+  s.cgroup = "/system.slice/docker-3f2a9c0d11.scope";
+  s.how = "listening on 127.0.0.1:8080";
+  r.host_summary.service = s;
+  return r;
+}
+
 /// p99 past its warn limit, within its fail limit.
 inline GateResult warn_result() {
   return GateResultBuilder()
@@ -325,10 +339,10 @@ struct NamedResult {
 
 /// Every case each reporter is checked against, for parameterized tests.
 inline std::vector<NamedResult> report_cases() {
-  return {{"pass", pass_result},      {"warn", warn_result},
-          {"fail", fail_result},      {"saturated", saturated_result},
-          {"error", error_result},    {"no_baseline", no_baseline_result},
-          {"hostile", hostile_result}};
+  return {{"pass", pass_result},       {"warn", warn_result},
+          {"fail", fail_result},       {"saturated", saturated_result},
+          {"error", error_result},     {"no_baseline", no_baseline_result},
+          {"hostile", hostile_result}, {"service", attributed_service_result}};
 }
 
 /// What gtest prints for a case (instead of its bytes).

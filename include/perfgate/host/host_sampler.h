@@ -12,6 +12,7 @@
 
 #include "perfgate/core/units.h"
 #include "perfgate/host/proc_reader.h"
+#include "perfgate/host/service_discovery.h"
 
 namespace perfgate {
 
@@ -28,13 +29,26 @@ struct HostSnapshot {
   std::optional<Pressure> cpu_pressure, memory_pressure, io_pressure;
   std::vector<ProcStat> own_threads;  // perfgate's threads, the sampler's own included
   uint64_t own_rss_kib = 0;
-  std::optional<uint64_t> service_ticks;  // the service's process tree, when it is known
+  std::optional<double> service_cpu_total_s;  // the service's CPU so far, when it is known
   uint64_t service_rss_kib = 0;
+};
+
+/// What the sampler counts as the service: process trees (a root and its
+/// descendants each), or a whole cgroup v2 when `cgroup` is set.
+struct ServiceWatch {
+  std::vector<pid_t> roots;
+  std::string cgroup;
+  static ServiceWatch of(const AttributedService& service) {
+    return {service.roots, service.cgroup};
+  }
 };
 
 /// Reads one snapshot. `service` is the root PID of the service's process tree.
 HostSnapshot take_snapshot(const ProcReader& proc, std::optional<pid_t> service,
                            SteadyClock::time_point now);
+/// The same, with the service as a watch (trees or a cgroup); nullptr = unknown.
+HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
+                           const CgroupReader& cgroups, SteadyClock::time_point now);
 
 /// One thread's CPU over an interval, in percent of one core.
 struct ThreadLoad {
@@ -99,9 +113,13 @@ WindowSummary summarize_window(const std::vector<HostSample>& samples, const Tim
 
 /// What the store keeps of a run's host (JSON): the per-iteration summaries and at
 /// most `max_samples` raw samples, thinned evenly; times are seconds from `origin`.
+/// The attributed service, when there is one, is kept under "service".
 std::string host_samples_json(const std::vector<WindowSummary>& windows,
                               const std::vector<HostSample>& samples,
-                              SteadyClock::time_point origin, size_t max_samples = 2000);
+                              SteadyClock::time_point origin, size_t max_samples = 2000,
+                              const AttributedService* service = nullptr);
+/// The service a host_samples_json() document names, if any.
+std::optional<AttributedService> attributed_service_of(const std::string& json);
 
 /// Per iteration index, the service CPU-seconds a host_samples_json() document
 /// holds (nullopt where it has none): a stored baseline's service cost.
@@ -112,7 +130,7 @@ std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& j
 /// Keeps at most `max_samples` (the oldest stay: a run's shape shows in its start).
 class HostSampler {
  public:
-  HostSampler(ProcReader proc, Nanos interval, std::optional<pid_t> service,
+  HostSampler(ProcReader proc, Nanos interval, std::optional<ServiceWatch> service,
               size_t max_samples = 20000);
   ~HostSampler() { stop(); }
   HostSampler(const HostSampler&) = delete;
@@ -129,7 +147,8 @@ class HostSampler {
 
   ProcReader proc_;
   Nanos interval_;
-  std::optional<pid_t> service_;
+  std::optional<ServiceWatch> service_;
+  CgroupReader cgroups_;
   size_t max_samples_;
   double ticks_per_s_;
   mutable std::mutex mutex_;

@@ -106,6 +106,15 @@ class ProcReader {
   std::vector<ProcStat> processes() const;
   /// A /proc file as text, e.g. "sys/net/ipv4/tcp_tw_reuse".
   std::optional<std::string> read(const std::string& relative) const;
+  /// A symlink's target, e.g. "12/ns/net"; absent when it is gone or unreadable.
+  std::optional<std::string> link(const std::string& relative) const;
+  /// The targets of /proc/PID/fd/* ("socket:[123]", paths); absent when the
+  /// folder cannot be listed (another user's process, or the process is gone).
+  std::optional<std::vector<std::string>> fd_links(pid_t pid) const;
+  /// The numeric entries of /proc, lowest first: every PID, readable or not.
+  std::vector<pid_t> pids() const;
+  /// The folder this reader is rooted at ("/" on the live host).
+  std::filesystem::path root() const { return proc_.parent_path(); }
 
  private:
   std::filesystem::path proc_;

@@ -51,6 +51,8 @@ struct ServiceSpec {
   std::vector<std::string> command;  // empty = not started by perfgate
   std::string pid_file;              // a file holding the service's PID
   std::string process_name;          // or its process name (/proc/PID/comm)
+  std::string cgroup;                // or its cgroup v2 path, attributed whole
+  std::string container;             // or a container id/name prefix, found in /proc/PID/cgroup
   std::string ready_url;             // polled until it answers 2xx/3xx; defaults to target.url
   Nanos ready_timeout = std::chrono::seconds(30);
   std::string cwd;  // empty = perfgate's working directory

@@ -8,6 +8,7 @@
 #include "perfgate/core/load_result.h"
 #include "perfgate/core/verdict.h"
 #include "perfgate/host/host_fingerprint.h"
+#include "perfgate/host/service_discovery.h"
 #include "perfgate/profile/ci_context.h"
 #include "perfgate/store/shard.h"
 
@@ -25,6 +26,7 @@ struct HostSummary {
   double memory_available_min_pct = 0;
   std::optional<double> cpu_pressure_max_pct;        // absent without /proc/pressure
   std::optional<double> service_cpu_us_per_request;  // absent when the service is unknown
+  std::optional<AttributedService> service;          // absent when the service is unknown
   std::vector<std::string> doctor_warnings;          // the preflight's findings
 };
 

@@ -1,0 +1,160 @@
+#include "perfgate/host/service_discovery.h"
+
+#include <gtest/gtest.h>
+
+#include "perfgate/host/host_sampler.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+const std::filesystem::path kRoot =
+    std::filesystem::path(PERFGATE_SOURCE_DIR) / "tests/fixtures/proc/listeners";
+
+// perfgate is pid 1000 in the fixture, in a login session's scope.
+ServiceSearch search(const std::string& host, uint16_t port) {
+  ServiceQuery q;
+  q.host = host;
+  q.port = port;
+  q.local = true;
+  q.self = 1000;
+  return find_service(ProcReader(kRoot), CgroupReader(kRoot), q);
+}
+
+TEST(ProcNetTcp, ParsesIpv4AndIpv6AndSkipsGarbage) {
+  auto v4 = parse_proc_net_tcp(ProcReader(kRoot).read("net/tcp").value(), false);
+  ASSERT_EQ(v4.size(), 7u);
+  EXPECT_EQ(v4[0].address, "127.0.0.1");
+  EXPECT_EQ(v4[0].port, 8080);
+  EXPECT_EQ(v4[0].inode, 1001u);
+  EXPECT_TRUE(v4[0].listening);
+  EXPECT_FALSE(v4[5].listening);  // an established connection on the same port
+  auto v6 = parse_proc_net_tcp(ProcReader(kRoot).read("net/tcp6").value(), true);
+  ASSERT_EQ(v6.size(), 1u);
+  EXPECT_EQ(v6[0].address, "::1");
+  EXPECT_EQ(v6[0].port, 7070);
+}
+
+TEST(ServiceDiscovery, PreforkServerIsOneTreeInItsOwnCgroup) {
+  auto found = search("127.0.0.1", 8080);
+  ASSERT_TRUE(found.service);
+  EXPECT_EQ(found.service->pid, 100);
+  EXPECT_EQ(found.service->roots, std::vector<pid_t>{100});  // the worker is its descendant
+  EXPECT_EQ(found.service->name, "api-server");
+  EXPECT_EQ(found.service->cgroup, "/system.slice/api.service");
+  EXPECT_EQ(found.service->describe(),
+            "api-server pid 100 (listening on 127.0.0.1:8080), cgroup /system.slice/api.service");
+  EXPECT_EQ(found.unattributed_listener, "");
+}
+
+TEST(ServiceDiscovery, ReusePortGroupOfUnrelatedProcessesIsEveryTreeButNotASessionScope) {
+  // The unreadable fd folder (450) and the vanished pid (400) are skipped on the way.
+  auto found = search("localhost", 9090);
+  ASSERT_TRUE(found.service);
+  EXPECT_EQ(found.service->roots, (std::vector<pid_t>{200, 300}));
+  EXPECT_EQ(found.service->cgroup, "");  // a login session holds perfgate too
+  EXPECT_EQ(found.service->listener, "0.0.0.0:9090");
+}
+
+TEST(ServiceDiscovery, Ipv6ListenerInAContainerCgroup) {
+  auto found = search("::1", 7070);
+  ASSERT_TRUE(found.service);
+  EXPECT_EQ(found.service->pid, 500);
+  EXPECT_EQ(found.service->listener, "[::1]:7070");
+  EXPECT_EQ(found.service->cgroup, "/docker/3f2a9c0d11");
+  EXPECT_FALSE(search("127.0.0.1", 7070).service);  // ::1 is not 127.0.0.1
+}
+
+TEST(ServiceDiscovery, ListenerNobodyVisibleHoldsIsNamedForTheAdvice) {
+  auto found = search("127.0.0.1", 5432);
+  EXPECT_FALSE(found.service);
+  EXPECT_EQ(found.unattributed_listener, "127.0.0.1:5432");
+  EXPECT_NE(unattributed_advice(found.unattributed_listener).find("service.container"),
+            std::string::npos);
+  auto nothing = search("127.0.0.1", 1234);
+  EXPECT_FALSE(nothing.service);
+  EXPECT_EQ(nothing.unattributed_listener, "");
+}
+
+TEST(ServiceDiscovery, DockerProxyLeadsToTheContainersListenerInAnotherNetworkNamespace) {
+  auto found = search("127.0.0.1", 8081);
+  ASSERT_TRUE(found.service);
+  EXPECT_EQ(found.service->pid, 700);
+  EXPECT_EQ(found.service->name, "nginx");
+  EXPECT_EQ(found.service->cgroup, "/system.slice/docker-abc123def.scope");
+  EXPECT_EQ(found.service->how,
+            "behind docker-proxy pid 600 on 0.0.0.0:8081, listening on port 80 in another "
+            "network namespace");
+}
+
+TEST(ServiceDiscovery, ProfileKeysNameTheServiceBeforeAnyListener) {
+  ServiceQuery q;
+  q.self = 1000;
+  q.container = "abc123";
+  auto found = find_service(ProcReader(kRoot), CgroupReader(kRoot), q);
+  ASSERT_TRUE(found.service);
+  EXPECT_EQ(found.service->cgroup, "/system.slice/docker-abc123def.scope");
+  EXPECT_EQ(found.service->how, "named by service.container");
+
+  q = {};
+  q.self = 1000;
+  q.cgroup = "system.slice/api.service";
+  found = find_service(ProcReader(kRoot), CgroupReader(kRoot), q);
+  ASSERT_TRUE(found.service);
+  EXPECT_EQ(found.service->cgroup, "/system.slice/api.service");
+  EXPECT_EQ(found.service->pid, 0);
+
+  q = {};
+  q.self = 1000;
+  q.process_name = "v6-server";
+  found = find_service(ProcReader(kRoot), CgroupReader(kRoot), q);
+  ASSERT_TRUE(found.service);
+  EXPECT_EQ(found.service->pid, 500);
+  EXPECT_EQ(found.service->how, "named by service.process_name");
+}
+
+TEST(ServiceDiscovery, OwnCgroupRule) {
+  EXPECT_TRUE(own_cgroup("/system.slice/api.service", "/user.slice/user-0.slice/session-1.scope"));
+  EXPECT_TRUE(own_cgroup("/docker/3f2a", "/"));
+  EXPECT_FALSE(own_cgroup("/", "/x"));
+  EXPECT_FALSE(own_cgroup("/ci/job", "/ci/job"));  // perfgate's own
+  EXPECT_FALSE(own_cgroup("/ci", "/ci/job"));      // holds perfgate
+  EXPECT_FALSE(own_cgroup("/user.slice/user-1000.slice", "/"));
+  EXPECT_FALSE(own_cgroup("/user.slice/user-1000.slice/session-2.scope", "/"));
+  EXPECT_FALSE(own_cgroup("/init.scope", "/"));
+  EXPECT_FALSE(own_cgroup("/user.slice/user-1000.slice/user@1000.service", "/"));
+}
+
+TEST(ServiceDiscovery, CgroupCountersFeedTheSampler) {
+  CgroupReader cgroups(kRoot);
+  ASSERT_TRUE(cgroups.available());
+  EXPECT_EQ(cgroups.usage_usec("/system.slice/api.service"), 1500000u);
+  EXPECT_EQ(cgroups.memory_bytes("/system.slice/api.service"), 10485760u);
+  EXPECT_EQ(cgroups.memory_bytes("/docker/3f2a9c0d11"), std::nullopt);
+  ServiceWatch watch{{100}, "/system.slice/api.service"};
+  auto snap = take_snapshot(ProcReader(kRoot), &watch, cgroups, {});
+  EXPECT_DOUBLE_EQ(snap.service_cpu_total_s.value(), 1.5);
+  EXPECT_EQ(snap.service_rss_kib, 10240u);
+  watch.cgroup = "/gone";
+  EXPECT_FALSE(take_snapshot(ProcReader(kRoot), &watch, cgroups, {}).service_cpu_total_s);
+}
+
+TEST(ServiceDiscovery, ContainerIsRecognisedByItsPidOnesCgroup) {
+  EXPECT_FALSE(in_container(ProcReader(kRoot)));
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "proc/1");
+  testing::write_file(dir / "proc/1/cgroup", "0::/kubepods/besteffort/pod1/3f2a\n");
+  EXPECT_TRUE(in_container(ProcReader(dir.path())));
+}
+
+TEST(ServiceDiscovery, UrlHostAndPort) {
+  EXPECT_EQ(url_host_port("http://127.0.0.1:8080/x"),
+            std::make_pair(std::string("127.0.0.1"), uint16_t(8080)));
+  EXPECT_EQ(url_host_port("https://u:p@[::1]/"), std::make_pair(std::string("::1"), uint16_t(443)));
+  EXPECT_EQ(url_host_port("http://localhost"),
+            std::make_pair(std::string("localhost"), uint16_t(80)));
+  EXPECT_FALSE(url_host_port("http://h:99999/"));
+}
+
+}  // namespace
+}  // namespace perfgate
