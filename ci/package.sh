@@ -12,9 +12,11 @@ generator=()
 if [ ! -f "$dir/CMakeCache.txt" ] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
 # The flags of ci/test.sh's first build, so the packaged code is the code CI
 # tested and a ccache shares its objects; CPack strips the line tables.
-# Configured on every call, so that `git describe` is current.
+# Linked with full RELRO, as Debian's hardening asks. Configured on every
+# call, so that `git describe` is current.
 cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DPERFGATE_WERROR=ON -DBUILD_TESTING=OFF "$@" >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DPERFGATE_WERROR=ON -DBUILD_TESTING=OFF \
+  -DCMAKE_EXE_LINKER_FLAGS="-Wl,-z,relro,-z,now" "$@" >/dev/null
 cmake --build "$dir" -j"$(nproc)" --target perfgate perfgate_man perfgate_changelog >&2
 rm -f "$dir"/perfgate_*.deb
 (cd "$dir" && cpack -G DEB >&2)

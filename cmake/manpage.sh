@@ -6,10 +6,11 @@
 set -eu
 bin=$1 version=$2 out=$3
 
-# Verbatim roff: backslashes escaped, a leading . or ' made literal.
+# Verbatim roff: the binary's path in "Usage:" as the command's name,
+# backslashes escaped, a leading . or ' made literal.
 verbatim() {
   printf '.nf\n'
-  sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"
+  sed -e 's|^Usage: [^ ]*/perfgate|Usage: perfgate|' -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"
   printf '.fi\n'
 }
 
@@ -39,6 +40,10 @@ main_help=$("$bin" --help)
   printf '%s\n' "$main_help" | verbatim
   printf '.SH COMMANDS\n'
   for cmd in $(printf '%s\n' "$main_help" | subcommands); do section "$cmd"; done
+  # Kept out of the main help (a helper the demo profile starts), documented here.
+  for cmd in demo-server; do
+    if "$bin" "$cmd" --help >/dev/null 2>&1; then section "$cmd"; fi
+  done
   printf '.SH "EXIT STATUS"\n'
   printf '.TP\n0\npass: every gated metric within its limits\n'
   printf '.TP\n1\nfail: a regression past a fail threshold, or an absolute limit broken\n'

@@ -66,11 +66,12 @@ set(CPACK_PACKAGE_NAME perfgate)
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_CONTACT "perfgate maintainers <maintainers@users.noreply.a-seed-8c0d7fb0.example>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "performance gate for CI pipelines")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "performance gate for CI pipelines
- perfgate runs a pinned HTTP benchmark profile against a service, records the
- results with the load machine's facts in a SQLite baseline store, compares
- them with earlier builds and answers with an exit code (0 pass, 1 fail,
- 2 warn, 3 error) and JUnit, JSON and Markdown reports.")
+# The synopsis is the summary above; CPack indents these lines as Debian's
+# extended description.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "perfgate runs a pinned HTTP benchmark profile against a service, records the
+results with the load machine's facts in a SQLite baseline store, compares
+them with earlier builds and answers with an exit code (0 pass, 1 fail,
+2 warn, 3 error) and JUnit, JSON and Markdown reports.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
