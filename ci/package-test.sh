@@ -5,8 +5,9 @@
 # runs --version, validate on the shipped example profile and a real run of it
 # against the embedded demo server, which must end in a verdict and a JUnit
 # file. Also lints the Dockerfile. Needs root (chroot, mount) and the network
-# to deb.debian.org. debootstrap's downloads are kept in $PERFGATE_DEBOOTSTRAP_CACHE
-# (default build-package/debootstrap-cache) for later calls in the same run.
+# to deb.debian.org. debootstrap's root is made once and kept as a tarball in
+# $PERFGATE_DEBOOTSTRAP_CACHE (default build-package/debootstrap-cache) for
+# later calls; $PERFGATE_PACKAGE_BUILD is the build folder (build-package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "== package: $* (at ${SECONDS}s)"; }
@@ -22,13 +23,19 @@ lintian --fail-on error "$deb" || {
 }
 depends=$(dpkg-deb --field "$deb" Depends)
 echo "Depends: $depends"
-for lib in libc6 libcurl4 libsqlite3-0 libhttp-parser2.9; do
+for lib in libc6 libcurl4 libsqlite3-0 libhttp-parser2.9 'libspdlog[0-9.]+(-fmt[0-9]+)?'; do
   grep -Eq "(^|, )$lib( |,|$)" <<<"$depends" || { echo "package-test: Depends lacks $lib" >&2; exit 1; }
 done
 if grep -Eq -- '-dev( |,|$)|(^|, )(g\+\+|gcc|cmake)' <<<"$depends"; then
   echo "package-test: Depends names a build-time package: $depends" >&2
   exit 1
 fi
+contents=$(dpkg-deb --contents "$deb")
+for file in usr/bin/perfgate usr/share/perfgate/schemas/profile.schema.json \
+  usr/share/perfgate/schemas/result.schema.json usr/share/doc/perfgate/examples/hello.json \
+  usr/share/doc/perfgate/copyright usr/share/doc/perfgate/changelog.gz; do
+  grep -q " \./$file\$" <<<"$contents" || { echo "package-test: the package lacks /$file" >&2; exit 1; }
+done
 # The man page is the binary's own help: every subcommand is in it.
 man_text=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/man/man1/perfgate.1.gz | gzip -dc)
 for cmd in run bench validate demo-server doctor store report history calibrate merge; do
