@@ -8,14 +8,10 @@
 #   docker build --build-arg PERFGATE_GIT_DESCRIBE="$(git describe --tags --always)" -t perfgate .
 FROM debian:12 AS build
 ARG PERFGATE_GIT_DESCRIBE=""
-# hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends dpkg-dev file \
-    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN bash ci/install-deps.sh \
-    && bash ci/package.sh /build -DPERFGATE_GIT_DESCRIBE="${PERFGATE_GIT_DESCRIBE}" \
+# ci/package.sh installs the build dependencies (ci/install-deps.sh --package).
+RUN bash ci/package.sh /build -DPERFGATE_GIT_DESCRIBE="${PERFGATE_GIT_DESCRIBE}" \
     && cp /build/perfgate_*.deb /perfgate.deb
 
 FROM debian:12-slim
