@@ -28,7 +28,9 @@ TEST(VersionCliTest, NamesTheVersionAndTheLibrariesItRunsWith) {
       << first;
   bool checkout = fs::exists(testing::source_dir() / ".git") &&
                   testing::run_command({"/bin/sh", "-c", "command -v git"}).exit_code == 0;
-  if (checkout) EXPECT_NE(first.find(" (git "), std::string::npos) << first;
+  if (checkout) {
+    EXPECT_NE(first.find(" (git "), std::string::npos) << first;
+  }
   EXPECT_EQ(second, std::string("libcurl ") + curl_version_info(CURLVERSION_NOW)->version +
                         ", SQLite " + sqlite3_libversion());
 }
@@ -56,12 +58,11 @@ TEST(ManPageCliTest, HoldsEverySubcommandsHelp) {
   std::istringstream page_lines(text);
   bool in_verbatim = false;
   for (std::string line; std::getline(page_lines, line);) {
-    if (line == ".nf")
-      in_verbatim = true;
-    else if (line == ".fi")
-      in_verbatim = false;
-    else if (in_verbatim)
+    if (line == ".nf" || line == ".fi") {
+      in_verbatim = line == ".nf";
+    } else if (in_verbatim) {
       EXPECT_FALSE(line.starts_with(".") || line.starts_with("'")) << line;
+    }
   }
 }
 
