@@ -95,7 +95,7 @@ TEST(CiTemplatesTest, TheActionInstallsBuildsGatesAndPublishes) {
   EXPECT_EQ(action["runs"]["using"], "composite");
   std::string run = commands_of(action);
   for (const char* needle :
-       {"package.sh", "apt-get install", "releases/download", "--junit", "--json", "--summary",
+       {"package.sh", "apt-get install", "$RELEASES/v$VERSION/", "--junit", "--json", "--summary",
         "GITHUB_STEP_SUMMARY", "annotate.py", "report --html"})
     EXPECT_NE(run.find(needle), std::string::npos) << needle;
   EXPECT_TRUE(runs_perfgate_run(run));
