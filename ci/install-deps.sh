@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # Installs what perfgate needs to build, from Debian's packages only; with
-# --test also what the test suite uses (validators, a headless browser).
+# --test also what the test suite uses (validators, a headless browser); with
+# --binary only what the perfgate binary needs (no GoogleTest: ci/demo.sh);
+# with --package also what CPack's Debian package needs (ci/package.sh).
 # Idempotent and quiet when everything is there; needs root (or sudo) otherwise.
 set -euo pipefail
 
 packages=(
   g++ cmake make ninja-build pkg-config
   libcurl4-openssl-dev zlib1g-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libspdlog-dev
-  libhttp-parser-dev libgtest-dev googletest
+  libhttp-parser-dev
 )
+[ "${1:-}" = "--binary" ] || [ "${1:-}" = "--package" ] || packages+=(libgtest-dev googletest)
+# dpkg-shlibdeps computes the package's Depends; CPack finds the ELF files with file.
+if [ "${1:-}" = "--package" ]; then packages+=(dpkg-dev file); fi
 if [ "${1:-}" = "--test" ]; then
   # JUnit XSD, JSON Schema and YAML checks; the HTML report rendered in Chromium;
   # clang with its runtime libraries (libFuzzer, sanitizers) for tests/fuzz.
   packages+=(libxml2-utils python3 python3-jsonschema python3-yaml chromium
-    clang libclang-rt-dev)
+    clang libclang-rt-dev
+    # ci/package-test.sh: the package, checked and installed into a fresh Debian 12
+    # root; the Dockerfile linted with npm's dockerfilelint.
+    dpkg-dev file lintian debootstrap)
+  # npm from Debian unless one is there already (e.g. NodeSource's nodejs).
+  command -v npm >/dev/null || packages+=(npm)
 fi
 
 missing=()

@@ -2,7 +2,8 @@
 # The README's second command, and CI's: install, build with warnings as
 # errors, run the whole test suite, then again under AddressSanitizer and
 # UndefinedBehaviorSanitizer; the load engines' tests under ThreadSanitizer;
-# and a short run of every libFuzzer target (tests/fuzz/run.sh 600 for a long one).
+# a short run of every libFuzzer target (tests/fuzz/run.sh 600 for a long one);
+# and the Debian package installed into a fresh Debian 12 root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-deps.sh --test
@@ -39,4 +40,9 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/perfgate
 
 stage "fuzz every target briefly"
 PERFGATE_FUZZ_BUILD="$PWD/build-fuzz" sh tests/fuzz/run.sh 20
+
+stage "the .deb: lintian, then installed and run in a fresh Debian 12 root"
+# ci/package-test.sh: the package built, checked, installed with apt-get into a
+# debootstrap --variant=minbase root and gating the demo server there.
+bash ci/package-test.sh
 stage "all passed"

@@ -94,11 +94,37 @@ TEST(CiTemplatesTest, TheActionInstallsBuildsGatesAndPublishes) {
   json action = load_yaml(ci_dir() / "github/action.yml");
   EXPECT_EQ(action["runs"]["using"], "composite");
   std::string run = commands_of(action);
-  for (const char* needle : {"install-deps.sh", "build.sh", "--junit", "--json", "--summary",
-                             "GITHUB_STEP_SUMMARY", "annotate.py", "report --html"})
+  for (const char* needle :
+       {"package.sh", "apt-get install", "$RELEASES/v$VERSION/", "--junit", "--json", "--summary",
+        "GITHUB_STEP_SUMMARY", "annotate.py", "report --html"})
     EXPECT_NE(run.find(needle), std::string::npos) << needle;
   EXPECT_TRUE(runs_perfgate_run(run));
   EXPECT_TRUE(uses_prefix(used_actions(action), "actions/upload-artifact@"));
+  EXPECT_TRUE(action["inputs"].contains("version"));
+}
+
+// The .deb is built at most once per version and OS: the Actions cache keeps it.
+TEST(CiTemplatesTest, TheActionCachesThePackageByVersionAndOs) {
+  require_pyyaml();
+  json action = load_yaml(ci_dir() / "github/action.yml");
+  bool cached = false;
+  for (const json& step : action["runs"]["steps"]) {
+    if (!step.value("uses", "").starts_with("actions/cache@")) continue;
+    std::string key = step["with"]["key"];
+    EXPECT_NE(key.find("steps.which.outputs.version"), std::string::npos) << key;
+    EXPECT_NE(key.find("steps.which.outputs.os"), std::string::npos) << key;
+    cached = step["with"]["path"] == "perfgate-deb";
+  }
+  EXPECT_TRUE(cached);
+}
+
+TEST(CiTemplatesTest, TheReleaseWorkflowPublishesTheDebAndTheImage) {
+  require_pyyaml();
+  json workflow = load_yaml(ci_dir() / "github/perfgate-release.yml");
+  std::string text = workflow.dump();
+  for (const char* needle :
+       {"ci/package.sh", "docker build", "docker push", "ghcr.io", "softprops/action-gh-release@"})
+    EXPECT_NE(text.find(needle), std::string::npos) << needle;
 }
 
 // Pull requests restore (by prefix), only default-branch runs save.
@@ -140,7 +166,13 @@ TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
   EXPECT_EQ(reports["metrics"], "perfgate-out/metrics.txt");
   EXPECT_EQ(job["cache"]["key"], "perfgate-$PERFGATE_CACHE_BRANCH");
   std::string script = commands_of(job);
-  for (const char* needle : {"ci/install-deps.sh", "ci/build.sh", "--junit perfgate-out/junit.xml",
+  // It runs in perfgate's image: it installs and compiles nothing.
+  EXPECT_EQ(job["image"]["name"], "$PERFGATE_IMAGE");
+  EXPECT_NE(job["variables"]["PERFGATE_IMAGE"].get<std::string>().find("perfgate:"),
+            std::string::npos);
+  for (const char* needle : {"install-deps.sh", "build.sh"})
+    EXPECT_EQ(script.find(needle), std::string::npos) << needle;
+  for (const char* needle : {"--junit perfgate-out/junit.xml",
                              "--gitlab-load-performance perfgate-out/load-performance.json",
                              "--openmetrics perfgate-out/metrics.txt", "report --html"})
     EXPECT_NE(script.find(needle), std::string::npos) << needle;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sqlite3.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -51,9 +52,15 @@ void setup_logging(const std::string& level, bool quiet) {
   spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(level));
 }
 
+// The build's `git describe` when built from a checkout (set by CMake at
+// configure time); the libraries are the ones loaded now, not the headers'.
 std::string version_text() {
-  return std::string("perfgate ") + PERFGATE_VERSION + " (libcurl " +
-         curl_version_info(CURLVERSION_NOW)->version + ")";
+  std::string text = std::string("perfgate ") + PERFGATE_VERSION;
+#ifdef PERFGATE_GIT_DESCRIBE
+  if (*PERFGATE_GIT_DESCRIBE) text += std::string(" (git ") + PERFGATE_GIT_DESCRIBE + ")";
+#endif
+  return text + "\nlibcurl " + curl_version_info(CURLVERSION_NOW)->version + ", SQLite " +
+         sqlite3_libversion();
 }
 
 }  // namespace
