@@ -22,7 +22,12 @@ out=$dir/demo
 rm -rf "$out" && mkdir -p "$out"
 profile=ci/profiles/hello.json
 echo "== run 1 of 2: no baseline yet, this run records it"
-"./$dir/perfgate" run "$profile" --store "$out/perfgate.db" --json "$out/run1.json"
+# A warn (say, a runner busy enough to saturate the run) must not end the demo
+# before its verdict: run 2 then says what baseline it had. An error does.
+first=0
+"./$dir/perfgate" run "$profile" --store "$out/perfgate.db" --json "$out/run1.json" || first=$?
+[ "$first" -eq 3 ] && exit 3
+[ "$first" -eq 0 ] || echo "(run 1 ended with exit $first; its notes say why)"
 echo
 echo "== run 2 of 2: judged against run 1"
 status=0
