@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "profile_canonical.h"
+#include "profile_limits.h"
 #include "profile_sections.h"
 
 namespace perfgate {
@@ -28,10 +29,13 @@ ProfileProblem syntax_problem(std::string_view text, const json::parse_error& e)
 }
 
 Doc parse_json(std::string_view text, const std::string& source_name) {
+  if (auto problem = text_limit_problem(text)) throw ProfileError(source_name, {*problem});
   try {
     return Doc::parse(text, nullptr, true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     throw ProfileError(source_name, {syntax_problem(text, e)});
+  } catch (const json::out_of_range& e) {
+    throw ProfileError(source_name, {number_range_problem(text, e.what())});
   } catch (const json::exception& e) {
     throw ProfileError(source_name, {{0, "", std::string("invalid JSON: ") + e.what()}});
   }
@@ -62,8 +66,10 @@ std::string read_text(const std::filesystem::path& path) {
   if (fd < 0) throw Error("cannot read profile " + path.string() + ": " + std::strerror(errno));
   std::string text;
   char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  ssize_t n = 0;
+  // One byte past the limit is enough to refuse it; an endless file is never read to its end.
+  while (text.size() <= kMaxProfileBytes && (n = ::read(fd, buf, sizeof buf)) > 0)
+    text.append(buf, static_cast<size_t>(n));
   int read_errno = errno;
   ::close(fd);
   if (n < 0) throw Error("cannot read profile " + path.string() + ": " + std::strerror(read_errno));
@@ -106,7 +112,7 @@ Profile parse_profile(std::string_view text, const std::string& source_name, con
   if (!problems.empty()) throw ProfileError(source_name, std::move(problems).by_line());
   profile.source = source_name;
   profile.hash = profile_hash(profile, raw);
-  profile.redacted_json = redacted_profile_json(profile);
+  profile.redacted_json = redacted_profile_json(profile, raw);
   return profile;
 }
 
