@@ -41,6 +41,11 @@ struct HostileCase {
   bool store_may_change = false;
 };
 
+/// Its name, so that ctest's list does not show the case's bytes.
+void PrintTo(const HostileCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 /// "\x1b" and "\\" in a value, so that a manifest can hold control bytes.
 std::string unescape(const std::string& text) {
   std::string out;
