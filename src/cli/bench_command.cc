@@ -1,5 +1,6 @@
 // `perfgate bench`: one ad-hoc load test with wrk's flags and wrk's output.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -44,7 +45,23 @@ TargetSpec bench_target(const BenchArgs& args) {
   return target;
 }
 
+// The profile's own bound on load.rate; NaN and negatives would quietly mean the closed model.
+constexpr double kMaxBenchRate = 100'000'000;
+
+double bench_rate(double rate) {
+  if (rate >= 0 && rate <= kMaxBenchRate) return rate;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", rate);
+  throw Error(std::string("-R: must be a rate from 0 (closed model) to 1e8 requests/s, got ") +
+              text);
+}
+
 LoadPlan bench_plan(const BenchArgs& args) {
+  // The profile's bounds on load.threads and load.connections.
+  if (args.threads > 1024)
+    throw Error("-t: at most 1024 threads, got " + std::to_string(args.threads));
+  if (args.connections > 1'000'000)
+    throw Error("-c: at most 1000000 connections, got " + std::to_string(args.connections));
   if (args.threads < 1 || args.connections < args.threads)
     throw Error("-c: connections (" + std::to_string(args.connections) +
                 ") must be at least the threads (" + std::to_string(args.threads) + ")");
@@ -54,7 +71,7 @@ LoadPlan bench_plan(const BenchArgs& args) {
   plan.connections = args.connections;
   plan.duration = duration_flag("-d", args.duration);
   plan.timeout = duration_flag("--timeout", args.timeout);
-  plan.rate = args.rate;
+  plan.rate = bench_rate(args.rate);
   return plan;
 }
 

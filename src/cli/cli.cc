@@ -9,9 +9,11 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "perfgate/cli/command.h"
 #include "perfgate/core/exit_status.h"
+#include "perfgate/core/printable.h"
 #include "perfgate/core/stop_signal.h"
 
 namespace perfgate {
@@ -78,47 +80,75 @@ int CommandSet::run_selected(const CommandContext& context) const {
 Nanos duration_flag(const std::string& flag, const std::string& text) {
   auto d = parse_duration(text);
   if (!d || d->count() <= 0)
-    throw Error(flag + ": must be a duration like \"10s\", got \"" + text + "\"");
+    throw Error(flag +
+                (is_overlong_duration(text) ? ": is too long a duration"
+                                            : ": must be a duration like \"10s\"") +
+                ", got \"" + text + "\"");
   return *d;
 }
 
-int run_cli(int argc, char** argv) {
+namespace {
+
+/// The whole command line, registered: the app, its commands and global options.
+struct CommandLine {
   CLI::App app{"perfgate: a performance gate for CI pipelines"};
-  app.set_version_flag("--version", version_text());
-  app.require_subcommand(1);
-  app.fallthrough();  // `perfgate run P --log-level debug` as well as `perfgate --log-level debug
-                      // run P`
+  CommandSet commands{app};
   std::string log_level = "info";
   bool quiet = false;
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
-      ->capture_default_str();
-  app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
-  CommandSet commands(app);
-  register_run_command(commands);
-  register_bench_command(commands);
-  register_validate_command(commands);
-  register_demo_server_command(commands);
-  register_doctor_command(commands);
-  register_store_command(commands);
-  register_report_command(commands);
-  register_history_command(commands);
-  register_calibrate_command(commands);
-  register_merge_command(commands);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "perfgate: error: " << e.what() << " (see --help)\n";
-    return to_int(ExitStatus::kError);
+
+  CommandLine() {
+    app.set_version_flag("--version", version_text());
+    app.require_subcommand(1);
+    // `perfgate run P --log-level debug` as well as `perfgate --log-level debug run P`.
+    app.fallthrough();
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+        ->capture_default_str();
+    app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
+    register_run_command(commands);
+    register_bench_command(commands);
+    register_validate_command(commands);
+    register_demo_server_command(commands);
+    register_doctor_command(commands);
+    register_store_command(commands);
+    register_report_command(commands);
+    register_history_command(commands);
+    register_calibrate_command(commands);
+    register_merge_command(commands);
   }
+
+  /// nullopt when parsed and a command should run; else the exit code.
+  std::optional<int> parse(int argc, char** argv) {
+    try {
+      app.parse(argc, argv);
+      return std::nullopt;
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e);
+      std::cerr << "perfgate: error: " << printable(e.what()) << " (see --help)\n";
+      return to_int(ExitStatus::kError);
+    }
+  }
+};
+
+}  // namespace
+
+int parse_cli(int argc, char** argv) {
+  CommandLine cli;
+  return cli.parse(argc, argv).value_or(0);
+}
+
+int run_cli(int argc, char** argv) {
+  CommandLine cli;
+  if (auto exit_code = cli.parse(argc, argv)) return *exit_code;
   try {
-    setup_logging(log_level, quiet);
+    setup_logging(cli.log_level, cli.quiet);
     install_stop_handlers();
-    return commands.run_selected({cli_environment(), stop_requested()});
+    return cli.commands.run_selected({cli_environment(), stop_requested()});
   } catch (const ProfileError& e) {
-    for (const auto& line : e.lines()) std::cerr << "perfgate: error: " << line << "\n";
+    // Names, URLs and values in error lines come from the user: printed as they are,
+    // an ESC or NUL in them would reach the terminal.
+    for (const auto& line : e.lines()) std::cerr << "perfgate: error: " << printable(line) << "\n";
   } catch (const std::exception& e) {
-    std::cerr << "perfgate: error: " << e.what() << "\n";
+    std::cerr << "perfgate: error: " << printable(e.what()) << "\n";
   }
   return to_int(ExitStatus::kError);
 }

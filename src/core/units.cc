@@ -1,5 +1,6 @@
 #include "perfgate/core/units.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -100,6 +101,14 @@ std::optional<Nanos> parse_duration(std::string_view text) {
   // Beyond ~292 years the nanosecond count no longer fits: not a duration anyone means.
   if (ns >= static_cast<long double>(std::numeric_limits<int64_t>::max())) return std::nullopt;
   return Nanos(static_cast<int64_t>(ns));
+}
+
+bool is_overlong_duration(std::string_view text) {
+  std::string_view number = text.substr(0, text.find_first_not_of("0123456789."));
+  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1) return false;
+  // Its form and unit are right when one of that unit parses; only its size is not.
+  return !parse_duration(text) &&
+         parse_duration("1" + std::string(text.substr(number.size()))).has_value();
 }
 
 std::optional<double> parse_percent(std::string_view text) {

@@ -19,6 +19,10 @@ Nanos from_seconds(double s) {
 ArrivalSchedule::ArrivalSchedule(double rate_per_s, int connections)
     : rate_(rate_per_s), connections_(connections) {
   if (!(rate_per_s > 0)) throw Error("load.rate must be positive for the open model");
+  // Past a request per nanosecond the schedule's times stop advancing with k,
+  // and due_before() would count for ever.
+  if (!(rate_per_s <= kMaxRate))
+    throw Error("load.rate must be at most 1e9 requests/s for the open model");
   if (connections < 1) throw Error("the open model needs at least one connection");
 }
 

@@ -638,6 +638,22 @@ LoadResult CurlEngine::run(const LoadPlan& plan, const std::atomic<bool>& stop,
   return run_load_threads(workers, plan, "curl", stop, on_iteration);
 }
 
+/// libcurl's words for a probe that failed, where they would mislead: its
+/// "Out of memory" is mostly a header past its 100 KB limit, its "Unsupported
+/// protocol" on an http:// URL an answer without a status line.
+static std::string probe_failure(CURLcode code) {
+  switch (code) {
+    case CURLE_OUT_OF_MEMORY:
+      return "the response's headers are too large to read (libcurl takes at most 100 KB)";
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return "the answer has no HTTP status line (HTTP/0.9, or not HTTP at all)";
+    case CURLE_WEIRD_SERVER_REPLY:
+      return "the answer is not valid HTTP";
+    default:
+      return curl_easy_strerror(code);
+  }
+}
+
 void curl_probe(const TargetSpec& target, Nanos timeout) {
   init_curl_once();
   SlistPtr headers = make_header_list(target);
@@ -645,7 +661,7 @@ void curl_probe(const TargetSpec& target, Nanos timeout) {
   EasyPtr easy = make_easy(target, headers.get(), timeout, timeout, &bytes);
   CURLcode code = curl_easy_perform(easy.get());
   if (code != CURLE_OK)
-    throw Error("cannot reach " + redacted_url(target.url) + ": " + curl_easy_strerror(code));
+    throw Error("cannot reach " + redacted_url(target.url) + ": " + probe_failure(code));
 }
 
 }  // namespace perfgate

@@ -10,6 +10,7 @@
 
 #include "perfgate/core/stop_signal.h"
 #include "profile_canonical.h"
+#include "profile_limits.h"
 #include "profile_sections.h"
 
 namespace perfgate {
@@ -29,10 +30,13 @@ ProfileProblem syntax_problem(std::string_view text, const json::parse_error& e)
 }
 
 Doc parse_json(std::string_view text, const std::string& source_name) {
+  if (auto problem = text_limit_problem(text)) throw ProfileError(source_name, {*problem});
   try {
     return Doc::parse(text, nullptr, true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     throw ProfileError(source_name, {syntax_problem(text, e)});
+  } catch (const json::out_of_range& e) {
+    throw ProfileError(source_name, {number_range_problem(text, e.what())});
   } catch (const json::exception& e) {
     throw ProfileError(source_name, {{0, "", std::string("invalid JSON: ") + e.what()}});
   }
@@ -64,8 +68,10 @@ std::string read_text(const std::filesystem::path& path) {
   std::string text;
   char buf[65536];
   ssize_t n = 0;
-  // A signal ends an endless or slow read (a device, a FIFO) too.
-  while (!stop_requested() && (n = ::read(fd, buf, sizeof buf)) > 0)
+  // A signal ends an endless or slow read (a device, a FIFO) too; one byte past the
+  // limit is enough to refuse it, so an endless file is never read to its end.
+  while (!stop_requested() && text.size() <= kMaxProfileBytes &&
+         (n = ::read(fd, buf, sizeof buf)) > 0)
     text.append(buf, static_cast<size_t>(n));
   int read_errno = errno;
   ::close(fd);
@@ -111,7 +117,7 @@ Profile parse_profile(std::string_view text, const std::string& source_name, con
   if (!problems.empty()) throw ProfileError(source_name, std::move(problems).by_line());
   profile.source = source_name;
   profile.hash = profile_hash(profile, raw);
-  profile.redacted_json = redacted_profile_json(profile);
+  profile.redacted_json = redacted_profile_json(profile, raw);
   return profile;
 }
 

@@ -106,18 +106,59 @@ static json redacted_pairs(const std::vector<std::pair<std::string, std::string>
   return out;
 }
 
-// The built-in secret names plus the profile's own `redact` list.
-static std::function<bool(std::string_view)> secret_headers(const Profile& p) {
-  return [&p](std::string_view name) {
-    auto same = [&](const std::string& r) { return lowercase(r) == lowercase(name); };
-    return is_secret_header(name) || std::any_of(p.redact.begin(), p.redact.end(), same);
+using Names = std::vector<std::string>;
+
+static bool has_name(const Names& names, std::string_view name) {
+  auto same = [&](const std::string& r) { return lowercase(r) == lowercase(name); };
+  return std::any_of(names.begin(), names.end(), same);
+}
+
+/// Header names whose value, as written in `headers`, takes something from the environment.
+static Names templated_headers(const Doc* headers) {
+  Names names;
+  if (!headers || !headers->is_object()) return names;
+  for (auto& [name, value] : headers->items())
+    if (value.is_string() && value.get_ref<const std::string&>().find("${") != std::string::npos)
+      names.push_back(name);
+  return names;
+}
+
+static const Doc* member(const Doc* object, std::string_view key) {
+  if (!object || !object->is_object()) return nullptr;
+  auto it = object->find(key);
+  return it == object->end() ? nullptr : &*it;
+}
+
+/// The templated headers of the target, then of each mix entry: an entry
+/// inherits the target's headers unless it sets the same name itself.
+static std::vector<Names> templated_header_sets(const Profile& p, const Doc& raw) {
+  const Doc* target = member(&raw, "target");
+  std::vector<Names> sets{templated_headers(member(target, "headers"))};
+  const Doc* mix = member(target, "requests");
+  for (size_t i = 0; i < p.requests.size(); ++i) {
+    const Doc* entry_headers =
+        mix && mix->is_array() && i < mix->size() ? member(&(*mix)[i], "headers") : nullptr;
+    Names names = templated_headers(entry_headers);
+    for (const auto& inherited : sets.front())
+      if (!member(entry_headers, inherited)) names.push_back(inherited);
+    sets.push_back(std::move(names));
+  }
+  return sets;
+}
+
+// The built-in secret names, the profile's own `redact` list, and the headers
+// whose value came from the environment.
+static std::function<bool(std::string_view)> secret_headers(const Profile& p,
+                                                            const Names& templated) {
+  return [&p, &templated](std::string_view name) {
+    return is_secret_header(name) || has_name(p.redact, name) || has_name(templated, name);
   };
 }
 
-static json request_json(const TargetSpec& t, const Profile& p) {
+static json request_json(const TargetSpec& t, const Profile& p, const Names& templated) {
   json out = {{"url", redacted_url(t.url)},
               {"method", t.method},
-              {"headers", redacted_pairs(t.headers, secret_headers(p))}};
+              {"headers", redacted_pairs(t.headers, secret_headers(p, templated))}};
   if (!t.body_file.empty())
     out["body_file"] = t.body_file;
   else
@@ -177,10 +218,11 @@ static json service_json(const ServiceSpec& s) {
 
 /// The profile as perfgate understood it, itself a valid profile: durations
 /// keep their units, defaults are filled, secrets are replaced.
-std::string redacted_profile_json(const Profile& p) {
+std::string redacted_profile_json(const Profile& p, const Doc& raw) {
+  const std::vector<Names> templated = templated_header_sets(p, raw);
   json out = {{"name", p.name},
               {"description", p.description},
-              {"target", request_json(p.target, p)},
+              {"target", request_json(p.target, p, templated.front())},
               {"load",
                {{"threads", p.load.threads},
                 {"connections", p.load.connections},
@@ -194,7 +236,8 @@ std::string redacted_profile_json(const Profile& p) {
               {"thresholds", thresholds_json(p.thresholds)}};
   if (!p.requests.empty()) {
     json mix = json::array();
-    for (const auto& request : p.requests) mix.push_back(request_json(request, p));
+    for (size_t i = 0; i < p.requests.size(); ++i)
+      mix.push_back(request_json(p.requests[i], p, templated[i + 1]));
     out["target"]["requests"] = mix;
   }
   if (p.service) out["service"] = service_json(*p.service);

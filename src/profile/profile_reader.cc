@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include "profile_limits.h"
+
 namespace perfgate::profile_detail {
 namespace {
 
@@ -86,9 +88,20 @@ static std::string variable(std::string_view spec, const EnvLookup& env,
   return "";
 }
 
+namespace {
+
+/// What one document's substitution may still produce: a profile of many
+/// `${BIG}` would otherwise multiply one large variable without bound.
+struct ExpansionBudget {
+  size_t bytes_left = kMaxExpandedBytes;
+  bool exceeded = false;
+};
+
+}  // namespace
+
 /// Expands `${NAME}` and `${NAME:-default}`; `$${` stands for a literal `${`.
 static std::string expand(std::string_view text, const EnvLookup& env,
-                          std::vector<std::string>& errors) {
+                          std::vector<std::string>& errors, ExpansionBudget& budget) {
   std::string out;
   for (size_t i = 0; i < text.size();) {
     if (text.substr(i, 3) == "$${") {
@@ -100,7 +113,14 @@ static std::string expand(std::string_view text, const EnvLookup& env,
         errors.push_back("unterminated \"${\" (write \"$${\" for a literal \"${\")");
         return out + std::string(text.substr(i));
       }
-      out += variable(text.substr(i + 2, close - i - 2), env, errors);
+      std::string value = variable(text.substr(i + 2, close - i - 2), env, errors);
+      if (value.size() > budget.bytes_left) {
+        budget.exceeded = true;
+        errors.push_back("the environment variables expand to more than 64 MiB in all");
+        return out;
+      }
+      budget.bytes_left -= value.size();
+      out += value;
       i = close + 1;
     } else {
       out.push_back(text[i++]);
@@ -109,25 +129,42 @@ static std::string expand(std::string_view text, const EnvLookup& env,
   return out;
 }
 
-Doc substitute(const Doc& value, const std::string& path, const EnvLookup& env,
-               Problems& problems) {
+static Doc substitute_at(const Doc& value, const std::string& path, int depth, const EnvLookup& env,
+                         Problems& problems, ExpansionBudget& budget) {
   if (value.is_string()) {
     std::vector<std::string> errors;
-    Doc out = expand(value.get_ref<const std::string&>(), env, errors);
+    Doc out = budget.exceeded
+                  ? Doc("")
+                  : Doc(expand(value.get_ref<const std::string&>(), env, errors, budget));
     for (auto& error : errors) problems.add(path, std::move(error));
     if (!errors.empty()) problems.mute(path);
     return out;
   }
-  Doc out = value;
+  if (!value.is_structured()) return value;
+  // The text was checked for nesting already; this keeps the recursion bounded
+  // for documents that did not come from text.
+  if (depth >= kMaxNesting) {
+    problems.add(path, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    return Doc();
+  }
+  Doc out = value.is_object() ? Doc::object() : Doc::array();
   if (value.is_object()) {
     for (auto& [key, item] : value.items())
-      if (!(path.empty() && key == "$schema"))
-        out[key] = substitute(item, child_path(path, key), env, problems);
-  } else if (value.is_array()) {
+      out[key] = path.empty() && key == "$schema"
+                     ? item
+                     : substitute_at(item, child_path(path, key), depth + 1, env, problems, budget);
+  } else {
     for (size_t i = 0; i < value.size(); ++i)
-      out[i] = substitute(value[i], element_path(path, i), env, problems);
+      out.push_back(
+          substitute_at(value[i], element_path(path, i), depth + 1, env, problems, budget));
   }
   return out;
+}
+
+Doc substitute(const Doc& value, const std::string& path, const EnvLookup& env,
+               Problems& problems) {
+  ExpansionBudget budget;
+  return substitute_at(value, path, 0, env, problems, budget);
 }
 
 bool is_integral(const Doc& value) {
@@ -143,6 +180,12 @@ std::optional<Nanos> duration_of(const Doc& value) {
   // Far past every limit, and still far from overflowing the nanosecond count.
   if (seconds > 1e9) return Nanos::max();
   return Nanos(std::llround(seconds * 1e9));
+}
+
+bool is_overlong_duration(const Doc& value) {
+  // A number of seconds saturates instead.
+  return value.is_string() &&
+         perfgate::is_overlong_duration(std::string_view(value.get_ref<const std::string&>()));
 }
 
 std::optional<double> percent_of(const Doc& value) {

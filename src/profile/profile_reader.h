@@ -63,6 +63,8 @@ Doc substitute(const Doc& value, const std::string& path, const EnvLookup& env, 
 
 bool is_integral(const Doc& value);
 std::optional<Nanos> duration_of(const Doc& value);
+/// A number with a known unit that is too large to count in nanoseconds ("1e12h").
+bool is_overlong_duration(const Doc& value);
 std::optional<double> percent_of(const Doc& value);
 
 /// One JSON object of the profile, read key by key. Every reader returns
@@ -158,7 +160,9 @@ class Section {
     if (!value) return std::nullopt;
     auto d = duration_of(*value);
     std::string why;
-    if (!d) {
+    if (!d && is_overlong_duration(*value)) {
+      why = "must be at most " + format_duration(max);
+    } else if (!d) {
       why = "must be a duration like \"10s\"";
     } else if (!zero_ok && d->count() == 0) {
       why = "must be longer than 0s";

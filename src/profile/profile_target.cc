@@ -16,6 +16,8 @@ constexpr std::array<std::string_view, 8> kRequestKeys = {"name",   "weight",  "
                                                           "method", "headers", "body", "body_file"};
 constexpr size_t kMaxBodyBytes = 64 * 1024 * 1024;
 constexpr size_t kMaxRequests = 1000;
+// Servers refuse far less (8-16 KB is usual); past this a value is a mistake.
+constexpr size_t kMaxHeaderValueBytes = 64 * 1024;
 
 }  // namespace
 
@@ -71,6 +73,13 @@ static std::optional<std::string> authority_problem(std::string_view authority) 
   return std::nullopt;
 }
 
+/// A NUL or control byte: the native engine would send it raw while curl stops
+/// at a NUL, so the probe and the load would send different requests.
+static bool has_control_char(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
+
 static std::optional<std::string> url_problem(std::string_view url) {
   size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos)
@@ -79,6 +88,7 @@ static std::optional<std::string> url_problem(std::string_view url) {
   if (scheme != "http" && scheme != "https")
     return "scheme \"" + std::string(scheme) + "\" is not supported; use http:// or https://";
   if (url.find_first_of(" \t\r\n") != std::string_view::npos) return "must not contain whitespace";
+  if (has_control_char(url)) return "must not contain control characters or NUL";
   std::string_view rest = url.substr(scheme_end + 3);
   if (auto why = authority_problem(rest.substr(0, rest.find_first_of("/?#"))))
     return *why + ": " + json_quoted(url);
@@ -112,9 +122,16 @@ std::string method_of(const Section& s, const std::string& inherited) {
 
 std::vector<std::pair<std::string, std::string>> headers_of(const Section& s) {
   auto headers = s.string_map("headers", header_name_problem);
-  for (const auto& [name, value] : headers)
+  for (const auto& [name, value] : headers) {
     if (value.find_first_of("\r\n") != std::string::npos)
       s.problem(child_path("headers", name), "must not contain a line break");
+    // A tab is folding whitespace, allowed in a field value.
+    else if (std::any_of(value.begin(), value.end(),
+                         [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+      s.problem(child_path("headers", name), "must not contain control characters or NUL");
+    else if (value.size() > kMaxHeaderValueBytes)
+      s.problem(child_path("headers", name), "is longer than 64 KiB; servers refuse far less");
+  }
   return headers;
 }
 

@@ -92,7 +92,9 @@ std::string bench_report(const LoadPlan& plan, const LoadResult& result,
   const double seconds = to_seconds(result.kept_duration());
   // The length of the kept windows, as wrk prints its -d.
   const Nanos planned = plan.duration * std::max(1, plan.iterations - plan.discard);
-  std::string text = "Running " + format_duration(planned) + " test @ " + plan.target.url + "\n";
+  // The URL as the store keeps it: a password in it stays off the terminal and CI logs.
+  std::string text =
+      "Running " + format_duration(planned) + " test @ " + redacted_url(plan.target.url) + "\n";
   text += format("  %d threads and %d connections\n", plan.threads, plan.connections);
   text += thread_stats(total.latency);
   if (latency_distribution_wanted) text += latency_distribution(total.latency);

@@ -15,7 +15,7 @@ if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null; then generat
 cmake -S "$src" -B "$build" $generator -DCMAKE_CXX_COMPILER=clang++ -DPERFGATE_FUZZ=ON \
   -DBUILD_TESTING=OFF -DPERFGATE_SANITIZE=address,undefined \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
-targets="profile units histogram json_source_map http_response"
+targets="profile units histogram json_source_map http_response env_substitution cli_arguments"
 # One build of all the targets, so their units compile side by side.
 fuzz_targets=""
 for t in $targets; do fuzz_targets="$fuzz_targets fuzz_$t"; done

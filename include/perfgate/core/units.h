@@ -13,6 +13,9 @@ using Nanos = std::chrono::nanoseconds;
 /// "500ms", "10s", "2m", "1h", "250us", "1.5s", or a bare number of seconds.
 /// Returns nullopt for anything else (negative values included).
 std::optional<Nanos> parse_duration(std::string_view text);
+/// True when `text` is written like a duration ("1e6" aside) but is too long to
+/// count in nanoseconds, like "99999999999h": worth its own error message.
+bool is_overlong_duration(std::string_view text);
 
 /// "3%", "0.1%", or a bare number taken as a percentage. Returns the percentage
 /// (3.0 for "3%"); nullopt when malformed or negative.

@@ -14,7 +14,10 @@ namespace perfgate {
 ///   c / rate + k * connections / rate.
 class ArrivalSchedule {
  public:
-  /// Throws Error unless rate > 0 and connections > 0.
+  /// One request per nanosecond: the resolution of the intended times.
+  static constexpr double kMaxRate = 1e9;
+
+  /// Throws Error unless 0 < rate <= kMaxRate and connections > 0.
   ArrivalSchedule(double rate_per_s, int connections);
 
   double rate() const { return rate_; }
