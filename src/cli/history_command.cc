@@ -1,5 +1,5 @@
 // `perfgate history`, `compare`, `accept` and `reject`: working with the stored
-// runs without new load (issue 5).
+// runs without new load.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -14,6 +14,7 @@
 #include "perfgate/core/error.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
+#include "store_access.h"
 
 namespace perfgate {
 namespace {
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct HistoryOptions {
-  fs::path store_path = "baselines/perfgate.db";
+  fs::path store_path = kDefaultStorePath;
   std::string profile_name;
   std::string branch;
   int limit = 20;
@@ -31,8 +32,7 @@ struct HistoryOptions {
 
 // Reading commands never create a store: a mistyped --store must not leave one.
 BaselineStore open_existing(const fs::path& path, BaselineStore::Mode mode) {
-  if (!fs::exists(path)) throw Error(path.string() + ": no such store");
-  return BaselineStore::open(path, mode);
+  return open_existing_store(path, mode);
 }
 
 // Why a run is not a baseline, or what a person said about it: one word each.
@@ -131,7 +131,7 @@ std::string reviewer(const EnvLookup& env) {
 }
 
 struct ReviewOptions {
-  fs::path store_path = "baselines/perfgate.db";
+  fs::path store_path = kDefaultStorePath;
   int64_t run_id = 0;
   std::string reason;
 };
