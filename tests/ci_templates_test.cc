@@ -179,7 +179,7 @@ TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
   EXPECT_TRUE(runs_perfgate_run(script));
 }
 
-// --- Sharded runs (issue 8): the CI's own fan-out runs the shards, one job merges.
+// --- Sharded runs: the CI's own fan-out runs the shards, one job merges.
 
 // Every --shard the commands pass, as "I/N" text.
 std::vector<std::string> shard_args(const std::string& commands) {
@@ -282,7 +282,7 @@ TEST(CiTemplatesTest, TheTemplatesPassOnlyFlagsPerfgateHas) {
     EXPECT_NE(merge_help.find(flag), std::string::npos) << flag;
 }
 
-// The GitLab template already passes the two report flags of issue 6 that
+// The GitLab template already passes the two report flags that
 // `perfgate run` is to get; this turns green once they exist.
 TEST(CiTemplatesTest, TheGitlabReportFlagsExist) {
   std::string run_help = help_of("run");

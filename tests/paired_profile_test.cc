@@ -1,4 +1,4 @@
-// The `paired` section of a profile (issue 5's paired mode): what it accepts,
+// The `paired` section of a profile: what it accepts,
 // what it refuses with one line each, and the baseline side it describes.
 #include <gtest/gtest.h>
 

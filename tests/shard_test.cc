@@ -1,4 +1,4 @@
-// Shards as values (issue 8): the --shard and --start-at texts, each shard's
+// Shards as values: the --shard and --start-at texts, each shard's
 // share of a profile, and merge_shards' arithmetic and refusals.
 #include "perfgate/store/shard.h"
 

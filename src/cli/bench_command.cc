@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "output_file.h"
 #include "perfgate/cli/command.h"
 #include "perfgate/load/load_engine.h"
 #include "perfgate/report/bench_report.h"
@@ -84,9 +85,7 @@ int run_bench(const BenchArgs& args, const CommandContext& ctx) {
   if (!args.json_path.empty()) {
     auto judgement = judge(run_figures(result.iterations), nullptr, {}, {});
     nlohmann::json out{{"metrics", metrics_json(judgement.checks)}};
-    std::ofstream file(args.json_path);
-    file << out.dump(2) << "\n";
-    if (!file) throw Error("cannot write " + args.json_path);
+    write_output_file(args.json_path, out.dump(2) + "\n");
   }
   return ctx.stop ? to_int(ExitStatus::kError) : 0;
 }

@@ -1,18 +1,19 @@
 // `perfgate calibrate PROFILE --runs N`: A/A runs against the unchanged service,
-// the noise they show and the limits it allows (issue 5).
+// the noise they show and the limits it allows.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "output_file.h"
 #include "perfgate/cli/command.h"
 #include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
 #include "perfgate/store/calibration.h"
+#include "store_access.h"
 
 namespace perfgate {
 namespace {
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 struct CalibrateOptions {
   fs::path profile_path;
-  fs::path store_path = "baselines/perfgate.db";
+  fs::path store_path = kDefaultStorePath;
   fs::path json_path;
   int runs = 5;
   bool record = true;
@@ -57,6 +58,13 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
     throw Error("calibrate: " + opt.profile_path.string() +
                 " is paired; calibrate a profile without its paired section, or run it with "
                 "the same build as paired.baseline to see paired noise");
+  if (!opt.json_path.empty()) {
+    OutputGuard()
+        .store(opt.store_path)
+        .input(opt.profile_path, "the profile")
+        .check(opt.json_path, "--json");
+    check_output_writable(opt.json_path, "--json");
+  }
   auto ci = read_ci_context(opt.ci, ctx.env);
   auto host = read_host_fingerprint();
   std::optional<BaselineStore> store;
@@ -81,9 +89,7 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   auto calibration = calibrate(figures, profile);
   std::cout << calibration_report(calibration);
   if (!opt.json_path.empty()) {
-    std::ofstream out(opt.json_path, std::ios::trunc);
-    out << calibration_json(calibration, ids).dump(2) << "\n";
-    if (!out) throw Error("--json: cannot write " + opt.json_path.string());
+    write_output_file(opt.json_path, calibration_json(calibration, ids).dump(2) + "\n");
   }
   return 0;
 }

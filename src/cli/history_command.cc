@@ -1,5 +1,5 @@
 // `perfgate history`, `compare`, `accept` and `reject`: working with the stored
-// runs without new load (issue 5).
+// runs without new load.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -15,6 +15,7 @@
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/store_maintenance.h"
+#include "store_access.h"
 
 namespace perfgate {
 namespace {
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct HistoryOptions {
-  fs::path store_path = "baselines/perfgate.db";
+  fs::path store_path = kDefaultStorePath;
   std::string profile_name;
   std::string branch;
   int limit = 20;
@@ -32,8 +33,7 @@ struct HistoryOptions {
 
 // Reading commands never create a store: a mistyped --store must not leave one.
 BaselineStore open_existing(const fs::path& path, BaselineStore::Mode mode) {
-  if (!fs::exists(path)) throw Error(path.string() + ": no such store");
-  return BaselineStore::open(path, mode);
+  return open_existing_store(path, mode);
 }
 
 // Why a run is not a baseline, or what a person said about it: one word each.
@@ -130,7 +130,7 @@ std::string reviewer(const EnvLookup& env) {
 }
 
 struct ReviewOptions {
-  fs::path store_path = "baselines/perfgate.db";
+  fs::path store_path = kDefaultStorePath;
   int64_t run_id = 0;
   std::string reason;
 };

@@ -1,5 +1,5 @@
 // `perfgate merge SHARD.json...`: the shards of one run, added exactly and
-// gated like a run of one machine (issue 8).
+// gated like a run of one machine.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>

@@ -1,15 +1,17 @@
 // `perfgate report --html` and `perfgate export`: views of the stored runs.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "output_file.h"
 #include "perfgate/cli/command.h"
+#include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
 #include "perfgate/report/benchmark_export.h"
 #include "perfgate/report/html_report.h"
 #include "perfgate/store/baseline_store.h"
+#include "store_access.h"
 
 namespace perfgate {
 namespace {
@@ -18,7 +20,7 @@ namespace fs = std::filesystem;
 
 struct ReportOptions {
   fs::path html_path;
-  fs::path store_path = "baselines/perfgate.db";
+  fs::path store_path = kDefaultStorePath;
   std::string profile;  // empty = the latest run's profile
   std::string branch;   // empty = every branch
   int limit = 200;
@@ -27,22 +29,20 @@ struct ReportOptions {
 struct ExportOptions {
   std::string format = "github-action-benchmark";
   std::string tool = "customSmallerIsBetter";
-  fs::path store_path = "baselines/perfgate.db";
+  fs::path store_path = kDefaultStorePath;
   std::string profile;
   fs::path output;  // empty = stdout
 };
 
 // Reading must never create a store: a typo in --store is an error, not an empty report.
 BaselineStore open_existing(const fs::path& path) {
-  if (!fs::exists(path)) throw Error(path.string() + ": no such store (see --store)");
-  return BaselineStore::open(path, BaselineStore::Mode::kReadOnly);
+  return open_existing_store(path, BaselineStore::Mode::kReadOnly);
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out.flush()) throw Error(path.string() + ": cannot write");
+void write_text(const fs::path& store, const fs::path& path, const char* flag,
+                const std::string& text) {
+  OutputGuard().store(store).check(path, flag);
+  write_output_file(path, text);
 }
 
 std::vector<RunRecord> newest_first(BaselineStore& store, const std::string& profile, int limit) {
@@ -69,16 +69,18 @@ std::vector<RunRecord> series(BaselineStore& store, const ReportOptions& opt) {
 }
 
 int run_report(const ReportOptions& opt) {
+  OutputGuard().store(opt.store_path).check(opt.html_path, "--html");
   auto store = open_existing(opt.store_path);
   auto runs = series(store, opt);
   if (runs.empty()) throw Error("no runs on branch \"" + opt.branch + "\" (see --branch)");
-  write_text(opt.html_path, html_report(html_input(runs)));
+  write_text(opt.store_path, opt.html_path, "--html", html_report(html_input(runs)));
   std::cout << "wrote " << opt.html_path.string() << " (" << runs.size() << " runs of \""
             << runs.back().profile_name << "\")\n";
   return 0;
 }
 
 int run_export(const ExportOptions& opt) {
+  OutputGuard().store(opt.store_path).check(opt.output, "--output");
   auto store = open_existing(opt.store_path);
   auto latest = store.run(newest_first(store, opt.profile, 1).front().id);
   if (!latest) throw Error(opt.store_path.string() + ": the latest run vanished while reading");
@@ -87,7 +89,7 @@ int run_export(const ExportOptions& opt) {
   if (opt.output.empty())
     std::cout << text;
   else
-    write_text(opt.output, text);
+    write_text(opt.store_path, opt.output, "--output", text);
   return 0;
 }
 

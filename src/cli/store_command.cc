@@ -7,11 +7,14 @@
 
 #include <unistd.h>
 
+#include "output_file.h"
 #include "perfgate/cli/command.h"
+#include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/exit_status.h"
 #include "perfgate/store/prune_policy.h"
 #include "perfgate/store/store_maintenance.h"
+#include "store_access.h"
 
 namespace perfgate {
 namespace {
@@ -19,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct StoreOptions {
-  fs::path store_path = "baselines/perfgate.db";
+  fs::path store_path = kDefaultStorePath;
   std::string profile_name;
   fs::path output_path;
   fs::path import_path;
@@ -31,8 +34,7 @@ struct StoreOptions {
 
 // Maintenance never creates a store: a mistyped --store must not leave an empty one.
 BaselineStore open_existing(const fs::path& path, BaselineStore::Mode mode) {
-  if (!fs::exists(path)) throw Error(path.string() + ": no such store");
-  return BaselineStore::open(path, mode);
+  return open_existing_store(path, mode);
 }
 
 CLI::App* add_store_flag(CLI::App* sub, StoreOptions& opt) {
@@ -53,11 +55,10 @@ int check(const StoreOptions& opt) {
 int export_to(const StoreOptions& opt) {
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
   if (opt.output_path.empty()) return export_runs(store, std::cout, opt.profile_name), 0;
-  std::ofstream out(opt.output_path, std::ios::trunc);
-  if (!out) throw Error(opt.output_path.string() + ": cannot write the export");
-  export_runs(store, out, opt.profile_name);
-  out.close();
-  if (!out) throw Error(opt.output_path.string() + ": cannot write the export");
+  OutputGuard().store(opt.store_path).check(opt.output_path, "--output");
+  // Streamed, as import reads it: memory stays bounded whatever the store's size.
+  write_output_file(opt.output_path,
+                    [&](std::ostream& out) { export_runs(store, out, opt.profile_name); });
   return 0;
 }
 

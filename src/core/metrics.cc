@@ -114,14 +114,6 @@ ServiceCost service_cost(const std::vector<Iteration>& iterations,
 
 }  // namespace
 
-MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
-                               const std::vector<std::optional<double>>& service_cpu_s) {
-  auto cost = service_cost(iterations, service_cpu_s);
-  if (cost.us_per_request.empty()) return {};
-  return {{"service_cpu_us_per_request", median(cost.us_per_request)},
-          {"requests_per_service_cpu_s", median(cost.requests_per_cpu_s)}};
-}
-
 double aggregate(const MetricDef& def, const std::vector<double>& values) {
   if (values.empty()) return 0.0;
   if (def.aggregate == Aggregate::kMax) return *std::max_element(values.begin(), values.end());

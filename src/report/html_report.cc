@@ -4,8 +4,9 @@
 #include <cmath>
 #include <string_view>
 
-#include "perfgate/profile/profile.h"
 #include "perfgate/report/report_format.h"
+#include "perfgate/store/baseline.h"
+#include "perfgate/store/stored_run.h"
 
 namespace perfgate {
 namespace {
@@ -42,19 +43,6 @@ std::string unit_of(std::string_view metric) {
 bool measured(const HtmlReportInput& in, std::string_view metric) {
   return std::any_of(in.runs.begin(), in.runs.end(),
                      [&](const RunPoint& run) { return std::isfinite(figure(run, metric)); });
-}
-
-// Median over the kept iterations of the service's CPU time per response; only
-// when the run measured the service at all.
-void add_service_cpu(const RunRecord& run, MetricSet& metrics) {
-  if (run.service_cpu_s.size() != run.iterations.size()) return;
-  std::vector<double> per_request;
-  for (size_t i = 0; i < run.iterations.size(); ++i) {
-    const Iteration& it = run.iterations[i];
-    if (!it.discarded && it.stats.responses > 0)
-      per_request.push_back(run.service_cpu_s[i] * 1e6 / static_cast<double>(it.stats.responses));
-  }
-  if (!per_request.empty()) metrics[std::string(kServiceCpu)] = median(per_request);
 }
 
 std::string value_text(double value, std::string_view metric) {
@@ -231,36 +219,16 @@ td { text-align: right; } td:first-child { text-align: left; }
 </style>
 )";
 
-std::optional<size_t> baseline_index(const std::vector<RunRecord>& runs) {
-  if (runs.empty()) return std::nullopt;
-  const RunRecord& latest = runs.back();
-  for (size_t i = runs.size() - 1; i-- > 0;) {
-    const RunRecord& r = runs[i];
-    bool same_series = r.profile_hash == latest.profile_hash && r.host.key() == latest.host.key();
-    bool on_branch = latest.ci.baseline_branch.empty() || r.ci.branch == latest.ci.baseline_branch;
-    if (same_series && on_branch && r.eligible_as_baseline()) return i;
-  }
-  return std::nullopt;
-}
-
-// Stored profiles are redacted and may hold ${VAR}: a profile that no longer
-// parses only loses the band's width, never the report.
-ThresholdSet thresholds_of(const RunRecord& run) {
-  try {
-    auto no_env = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
-    return parse_profile(run.profile_json, "stored profile", no_env).thresholds;
-  } catch (const std::exception&) {
-    return {};
-  }
-}
-
 }  // namespace
 
 RunPoint run_point(const RunRecord& run) {
-  RunPoint point{
-      run.id,         run.created_at,           run.ci.commit, run.ci.branch, run.verdict,
-      run.saturation, summarize(run.iterations)};
-  add_service_cpu(run, point.metrics);
+  RunPoint point{run.id,
+                 run.created_at,
+                 run.ci.commit,
+                 run.ci.branch,
+                 run.verdict,
+                 run.saturation,
+                 stored_run_figures(run).summary};
   return point;
 }
 
@@ -270,7 +238,7 @@ HtmlReportInput html_input(const std::vector<RunRecord>& runs) {
   if (runs.empty()) return in;
   in.profile_name = runs.back().profile_name;
   in.baseline = baseline_index(runs);
-  in.thresholds = thresholds_of(runs.back());
+  in.thresholds = stored_thresholds(runs.back());
   return in;
 }
 

@@ -65,7 +65,7 @@ void migrate_v1_to_v2(Db db) {
   )sql");
 }
 
-// v3: what the verdict needs from history (issue 5): the kind of run (calibration
+// v3: what the verdict needs from history: the kind of run (calibration
 // runs are never baselines) and its review (`perfgate accept` / `reject`).
 void migrate_v2_to_v3(Db db) {
   exec(db, R"sql(
@@ -77,7 +77,7 @@ void migrate_v2_to_v3(Db db) {
   )sql");
 }
 
-// v4: paired runs (issue 5): both sides of a paired run share a key.
+// v4: paired runs: both sides of a paired run share a key.
 void migrate_v3_to_v4(Db db) {
   exec(db, R"sql(
     ALTER TABLE runs ADD COLUMN pair TEXT NOT NULL DEFAULT '';

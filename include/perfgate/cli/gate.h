@@ -18,10 +18,13 @@
 
 namespace perfgate {
 
+/// Where the store is when --store is not given.
+inline constexpr const char* kDefaultStorePath = "baselines/perfgate.db";
+
 /// `perfgate run`'s options, as the command line gives them.
 struct RunOptions {
   std::filesystem::path profile_path;
-  std::filesystem::path store_path = "baselines/perfgate.db";
+  std::filesystem::path store_path = kDefaultStorePath;
   std::filesystem::path junit_path;                    // empty = none
   std::filesystem::path json_path;                     // empty = none
   std::filesystem::path summary_path;                  // empty = GITHUB_STEP_SUMMARY when set

@@ -35,7 +35,7 @@ struct MetricDef {
 std::span<const MetricDef> metric_defs();
 /// Figures that need the host sampler besides the iterations: the service's
 /// cost (`service_cpu_us_per_request`, `requests_per_service_cpu_s`). Their `of`
-/// is nullptr; service_cost_metrics() computes them.
+/// is nullptr; run_figures() computes them.
 std::span<const MetricDef> host_metric_defs();
 /// nullptr when `key` names no metric; accepts metric or threshold keys, of
 /// either list.
@@ -50,13 +50,6 @@ MetricSet summarize(const std::vector<Iteration>& iterations);
 std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def);
 
 double median(std::vector<double> values);
-
-/// The service's cost, as medians over the kept iterations. `service_cpu_s[i]`
-/// holds the CPU-seconds the service's process tree used in iteration i's window
-/// (nullopt when not measured): Iteration cannot carry it, so the gate keeps it
-/// beside them. Empty when no kept iteration has a measurement.
-MetricSet service_cost_metrics(const std::vector<Iteration>& iterations,
-                               const std::vector<std::optional<double>>& service_cpu_s);
 
 /// A metric's figure from its per-iteration values: the median, or the maximum
 /// for kMax metrics; 0 for no values.

@@ -1,6 +1,6 @@
 #pragma once
 
-// Distribution-free statistics behind the noise-aware verdict (issue 5): rank tests,
+// Distribution-free statistics behind the noise-aware verdict: rank tests,
 // Hodges-Lehmann shifts with their confidence intervals, and a seeded bootstrap.
 // Pure functions of value spans; see docs/statistics.md for the formulas.
 //

@@ -20,7 +20,7 @@ struct RunPoint {
   std::string branch;
   Verdict verdict = Verdict::kPass;
   Saturation saturation;
-  MetricSet metrics;  // summarize() of its iterations
+  MetricSet metrics;  // its figures, as the gate reads them (stored_run_figures)
 };
 
 /// What the report shows: the runs of one series and the latest one's baseline.

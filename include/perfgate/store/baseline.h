@@ -1,6 +1,6 @@
 #pragma once
 
-// Which stored runs a new run is judged against (issue 5): the last accepted runs
+// Which stored runs a new run is judged against: the last accepted runs
 // of the baseline branch, pooled into one sample per metric, and an older window
 // for the drift guard.
 

@@ -1,0 +1,177 @@
+#include "gate_pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+
+#include "perfgate/host/doctor.h"
+#include "store_access.h"
+
+namespace perfgate {
+
+namespace fs = std::filesystem;
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// The load's shape and kept totals, as the reports show them: a stored run's
+// as well as one just measured.
+static void describe_load(GateResult& r, const std::string& engine, int threads, int connections,
+                          const std::vector<Iteration>& iterations) {
+  LoadResult load;  // for its rules of which iterations are kept
+  load.iterations = iterations;
+  r.engine = engine;
+  r.threads = threads;
+  r.connections = connections;
+  r.iterations_total = static_cast<int>(iterations.size());
+  r.iterations_kept = static_cast<int>(load.kept().size());
+  r.totals = load.kept_total();
+  r.kept_seconds = to_seconds(load.kept_duration());
+}
+
+// ---- GateRun ---------------------------------------------------------------
+
+GateRun::GateRun(const RunOptions& options, const Profile* profile, const EnvLookup& env)
+    : options_(options) {
+  if (profile) {
+    partial_.profile_name = profile->name;
+    partial_.profile_hash = profile->hash;
+  }
+  partial_.started_at = utc_now();
+  partial_.ci = read_ci_context(options.ci, env);
+  guard_.store(options.store_path).input(options.profile_path, "the profile");
+}
+
+void GateRun::check_outputs() const {
+  const std::pair<const fs::path*, const char*> outputs[] = {
+      {&options_.junit_path, "--junit"},
+      {&options_.json_path, "--json"},
+      {&options_.summary_path, "--summary"},
+      {&options_.gitlab_load_performance_path, "--gitlab-load-performance"},
+      {&options_.openmetrics_path, "--openmetrics"}};
+  for (const auto& [path, flag] : outputs) {
+    guard_.check(*path, flag);
+    check_output_writable(*path, flag);
+  }
+  if (options_.summary_path.empty()) guard_.check(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
+  if (options_.record && !options_.shard) check_store_writable(options_.store_path);
+}
+
+void GateRun::loaded(const LoadResult& load) {
+  describe_load(partial_, load.engine, load.threads, load.connections, load.iterations);
+}
+
+ExitStatus GateRun::guarded(const std::function<ExitStatus()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    // Reports of a run that could not be judged, so that CI shows an error and
+    // not a missing file. The error itself goes on to the CLI.
+    GateResult r = partial_;
+    r.verdict = Verdict::kError;
+    r.exit_code = ExitStatus::kError;
+    r.error = e.what();
+    try {
+      write_reports(options_, guard_, r, nullptr);
+    } catch (const std::exception& report_error) {
+      spdlog::warn("{}", report_error.what());
+    }
+    throw;
+  }
+}
+
+void GateRun::write(const GateResult& result, std::ostream& out) const {
+  write_reports(options_, guard_, result, &out);
+}
+
+// ---- the stages --------------------------------------------------------------
+
+GateResult assemble(const Profile& profile, const RunRecord& run, const Judgement& judgement,
+                    const BaselineSelection& selection) {
+  GateResult r;
+  r.profile_name = profile.name;
+  r.profile_hash = profile.hash;
+  r.profile_source = profile.source.string();
+  r.target_url = redacted_url(profile.target.url);
+  r.verdict = judgement.verdict;
+  r.exit_code = exit_status_of(judgement.verdict);
+  r.checks = judgement.checks;
+  r.notes = selection.notes;
+  r.notes.insert(r.notes.end(), judgement.notes.begin(), judgement.notes.end());
+  r.confidence = profile.baseline.confidence;
+  if (const auto& b = selection.baseline; b && !b->run_ids.empty()) {
+    r.baseline_run_id = b->run_ids.front();
+    r.baseline_commit = b->commits.front();
+    r.baseline_run_ids = b->run_ids;
+  }
+  if (selection.drift_reference) r.drift_run_ids = selection.drift_reference->run_ids;
+  describe_load(r, run.engine, run.threads, run.connections, run.iterations);
+  r.started_at = run.created_at;
+  r.ci = run.ci;
+  r.host = run.host;
+  r.saturation = run.saturation;
+  return r;
+}
+
+MeasuredRun measured(const Profile& profile, const Measurement& m, const CiContext& ci,
+                     const HostFingerprint& host, const std::string& started_at) {
+  MeasuredRun out;
+  out.record = make_record(profile, m, ci, host, started_at);
+  out.record.saturation = judge_saturation(profile, m);
+  require_responses(m.load, profile.target.url, out.record.saturation);
+  out.record.verdict = out.record.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
+  out.figures = run_figures(m.load.iterations, service_cpu(m.windows));
+  out.host_summary = host_summary(m, out.figures.summary);
+  out.in_flight_at_end = m.load.in_flight_at_end;
+  for (const auto* it : m.load.kept()) {
+    const auto& [from, to] = m.wall_ms.at(static_cast<size_t>(it->index));
+    if (!out.measured_from_ms) out.measured_from_ms = from;
+    out.measured_to_ms = to;
+  }
+  return out;
+}
+
+// An interrupted run leaves a trace, so that history shows it and nobody wonders,
+// but it is stored as aborted and never becomes a baseline. Then the gate ends
+// with an error: an interrupted run has no verdict.
+void record_aborted(GateRun& gate, std::optional<BaselineStore>& store, const Profile& profile,
+                    const Measurement& m, const HostFingerprint& host) {
+  const auto& options = gate.options();
+  std::string what = "aborted: interrupted by SIGINT or SIGTERM after " +
+                     std::to_string(m.load.iterations.size()) +
+                     " iterations; the service was "
+                     "stopped";
+  if (!options.record) throw Error(what + "; nothing stored (--no-record)");
+  if (!store) store = BaselineStore::open(options.store_path);
+  RunRecord rec = make_record(profile, m, gate.partial().ci, host, gate.partial().started_at);
+  rec.verdict = Verdict::kError;
+  rec.status = "aborted";
+  auto id = store->record(rec);
+  gate.partial().run_id = id;  // the reports say what the error line says
+  gate.partial().recorded = true;
+  throw Error(what + "; stored as run " + std::to_string(id) + ", never a baseline");
+}
+
+std::optional<BaselineStore> open_store(const RunOptions& options) {
+  if (!fs::exists(options.store_path)) return std::nullopt;
+  auto mode = options.record ? BaselineStore::Mode::kReadWrite : BaselineStore::Mode::kReadOnly;
+  return BaselineStore::open(options.store_path, mode);
+}
+
+// The doctor's CPU check is left out, since the sampler watches the CPU during
+// the load itself.
+std::vector<std::string> preflight(const Profile& profile) {
+  std::vector<std::string> warnings;
+  for (const auto& c : doctor_checks(gather_doctor_facts(Nanos(0)), profile.load.connections)) {
+    if (c.status != CheckStatus::kWarn) continue;
+    warnings.push_back(c.name + " " + c.value + ": " + c.advice);
+    spdlog::debug("doctor: {}", warnings.back());
+  }
+  return warnings;
+}
+
+}  // namespace perfgate

@@ -1,0 +1,106 @@
+#pragma once
+
+// Internal to the CLI stage: the stages of the gate that its variants share.
+// run_gate (gate.cc) is the pipeline; a shard, a paired run (paired_gate.cc), a
+// merge and a compare differ only in how they measure, what they judge
+// against and where the result goes.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measurement.h"
+#include "output_file.h"
+#include "perfgate/cli/gate.h"
+#include "perfgate/core/error.h"
+#include "perfgate/host/host_fingerprint.h"
+#include "perfgate/store/baseline.h"
+
+namespace perfgate {
+
+/// Where a gate gets its load from: the real engines by default, a fake that
+/// replays scripted windows in unit tests.
+struct Measurer {
+  std::function<Measurement(const Profile&, const std::atomic<bool>&, std::optional<WallTime>)>
+      load = measure_load;
+  std::function<PairedMeasurement(const Profile&, const Profile&, const std::atomic<bool>&)>
+      paired = measure_paired;
+  std::function<HostFingerprint()> host = [] { return read_host_fingerprint(); };
+};
+
+/// A gate in progress: what it knows so far, so that a run that ends without a
+/// verdict still writes error reports that say as much as is known.
+class GateRun {
+ public:
+  /// What a run knows before its load. `profile` may be null (merge: not read yet).
+  GateRun(const RunOptions& options, const Profile* profile, const EnvLookup& env);
+
+  const RunOptions& options() const { return options_; }
+  GateResult& partial() { return partial_; }
+  OutputGuard& guard() { return guard_; }
+  /// Every output, the step summary and the store, checked before any work:
+  /// a run must not be measured and recorded, then fail on a file.
+  void check_outputs() const;
+  /// The load's shape, for the error reports of a run that fails after it.
+  void loaded(const LoadResult& load);
+  /// Runs `body`; when it throws Error, writes the error reports, then rethrows.
+  ExitStatus guarded(const std::function<ExitStatus()>& body);
+  /// Prints the console report on `out` and writes the report files.
+  void write(const GateResult& result, std::ostream& out) const;
+
+ private:
+  const RunOptions& options_;
+  GateResult partial_;
+  OutputGuard guard_;
+};
+
+/// The result's fields that come from the run and its judgement: profile,
+/// verdict, checks, notes, baseline, load and totals, time, CI, host, saturation.
+GateResult assemble(const Profile& profile, const RunRecord& run, const Judgement& judgement,
+                    const BaselineSelection& selection);
+
+/// A measured load made a run: record, saturation, figures, host summary. Throws
+/// Error when a kept window has no response.
+MeasuredRun measured(const Profile& profile, const Measurement& m, const CiContext& ci,
+                     const HostFingerprint& host, const std::string& started_at);
+
+/// An interrupted run is stored as aborted (never a baseline) unless --no-record;
+/// records its id in `gate`'s error reports, then throws the Error that says so.
+[[noreturn]] void record_aborted(GateRun& gate, std::optional<BaselineStore>& store,
+                                 const Profile& profile, const Measurement& m,
+                                 const HostFingerprint& host);
+
+/// The store when it exists; none yet gives no baseline (it is created only when
+/// a run is recorded, so that a run that errors out leaves no file behind).
+std::optional<BaselineStore> open_store(const RunOptions& options);
+
+/// The doctor's warnings, quietly: recorded in the result, logged at debug.
+std::vector<std::string> preflight(const Profile& profile);
+
+/// Says what a paired run's busy host was, and why it does not make it inconclusive.
+void note_shared_load(const Saturation& saturation, std::vector<std::string>& notes);
+
+/// A stored paired run's baseline: its own other side.
+BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
+                                   const RunOptions& options);
+
+/// Paired mode (paired_gate.cc).
+ExitStatus run_paired(const RunOptions& options, const Profile& profile, const EnvLookup& env,
+                      std::ostream& out, const std::atomic<bool>& stop, const Measurer& measurer);
+
+/// run_gate with the load taken from `measurer`.
+ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,
+                    const std::atomic<bool>& stop, const Measurer& measurer);
+
+/// Prints the console report on `out` (when not null) and writes every report
+/// file `options` asks for, none of them over a file `guard` protects.
+void write_reports(const RunOptions& options, const OutputGuard& guard, const GateResult& result,
+                   std::ostream* out);
+
+/// Now, in UTC, as the store and the reports write it.
+std::string utc_now();
+
+}  // namespace perfgate

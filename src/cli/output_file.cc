@@ -1,0 +1,193 @@
+#include "output_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <streambuf>
+
+#include "perfgate/core/error.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Closes the descriptor, and removes the temporary file unless it was renamed.
+class TempFile {
+ public:
+  explicit TempFile(const fs::path& beside) {
+    std::random_device random;
+    for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
+      path_ = beside.parent_path() /
+              ("." + beside.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+               std::to_string(random() % 1'000'000));
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd_ < 0 && errno != EEXIST) break;
+    }
+    if (fd_ < 0) fail(beside);
+  }
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  void write(std::string_view text, const fs::path& target) {
+    while (!text.empty()) {
+      ssize_t n = ::write(fd_, text.data(), text.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail(target);
+      text.remove_prefix(static_cast<size_t>(n));
+    }
+  }
+  void rename_to(const fs::path& target) {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0 || ::rename(path_.c_str(), target.c_str()) != 0) fail(target);
+    path_.clear();
+  }
+
+ private:
+  [[noreturn]] static void fail(const fs::path& target) {
+    throw Error("cannot write " + target.string() + ": " + std::strerror(errno));
+  }
+  fs::path path_;
+  int fd_ = -1;
+};
+
+void create_folder(const fs::path& path, std::string_view flag) {
+  if (!path.has_parent_path()) return;
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec)
+    throw Error(std::string(flag) + (flag.empty() ? "" : ": ") + "cannot write " + path.string() +
+                ": " + ec.message());
+}
+
+fs::path resolved(const fs::path& path) {
+  std::error_code ec;
+  auto full = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal() : full;
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec)) return true;
+  return resolved(a) == resolved(b);
+}
+
+}  // namespace
+
+OutputGuard& OutputGuard::store(const fs::path& path) {
+  if (path.empty()) return *this;
+  protected_.push_back({path, "the store"});
+  for (const char* journal : {"-wal", "-shm", "-journal"})
+    protected_.push_back({path.string() + journal, "the store's SQLite journal"});
+  return *this;
+}
+
+OutputGuard& OutputGuard::input(const fs::path& path, std::string what) {
+  if (!path.empty()) protected_.push_back({path, std::move(what)});
+  return *this;
+}
+
+void OutputGuard::check(const fs::path& output, std::string_view flag) const {
+  if (output.empty()) return;
+  for (const auto& p : protected_)
+    if (same_file(output, p.path))
+      throw Error(std::string(flag) + ": " + output.string() + " is " + p.what + " (" +
+                  p.path.string() + "); writing there would destroy it, choose another path");
+}
+
+void write_output_file(const fs::path& path, std::string_view text) {
+  create_folder(path, "");
+  TempFile temp(path);
+  temp.write(text, path);
+  temp.rename_to(path);
+}
+
+namespace {
+
+// An ostream's bytes into a TempFile, 64 KiB at a time: a long export is never
+// held in memory whole.
+class TempFileBuf : public std::streambuf {
+ public:
+  TempFileBuf(TempFile& file, const fs::path& target) : file_(file), target_(target) {
+    setp(buffer_, buffer_ + sizeof buffer_);
+  }
+  int overflow(int c) override {
+    flush_buffer();
+    if (c != traits_type::eof()) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return flush_buffer(), 0; }
+
+ private:
+  void flush_buffer() {
+    file_.write(std::string_view(pbase(), static_cast<size_t>(pptr() - pbase())), target_);
+    setp(buffer_, buffer_ + sizeof buffer_);
+  }
+  TempFile& file_;
+  const fs::path& target_;
+  char buffer_[65536];
+};
+
+}  // namespace
+
+void write_output_file(const fs::path& path, const std::function<void(std::ostream&)>& produce) {
+  create_folder(path, "");
+  TempFile temp(path);
+  TempFileBuf buffer(temp, path);
+  std::ostream out(&buffer);
+  out.exceptions(std::ios::badbit);  // a failed write throws (our Error, rethrown as is)
+  produce(out);
+  out.flush();
+  temp.rename_to(path);
+}
+
+void append_output_file(const fs::path& path, std::string_view text) {
+  create_folder(path, "");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  bool ok = fd >= 0;
+  while (ok && !text.empty()) {
+    ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) text.remove_prefix(static_cast<size_t>(n));
+  }
+  int saved = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok) throw Error("cannot write " + path.string() + ": " + std::strerror(saved));
+}
+
+std::string unwritable_reason(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return "it is a folder; give a file name";
+  // The nearest folder that exists takes the file, or the folders leading to it.
+  fs::path folder = fs::absolute(path).parent_path();
+  while (!fs::exists(folder, ec) && folder.has_relative_path()) folder = folder.parent_path();
+  if (!fs::is_directory(folder, ec)) return folder.string() + " is not a folder";
+  try {
+    TempFile probe(folder / "perfgate-probe");
+  } catch (const Error& e) {
+    std::string what = e.what();  // "cannot write PATH: why"
+    return what.substr(what.rfind(": ") + 2);
+  }
+  return "";
+}
+
+void check_output_writable(const fs::path& path, std::string_view flag) {
+  if (path.empty()) return;
+  if (auto why = unwritable_reason(path); !why.empty())
+    throw Error(std::string(flag) + ": cannot write " + path.string() + ": " + why);
+}
+
+}  // namespace perfgate

@@ -1,0 +1,168 @@
+// Paired mode: the profile's target (the candidate) and `paired.baseline` (the
+// build it replaces) measured in turns on this machine, judged on their
+// window-by-window ratios rather than against stored runs; both sides stored
+// under one pair key, neither ever a baseline of stored-baseline mode.
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "gate_pipeline.h"
+
+namespace perfgate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Both sides of a paired run share one key in the store: unique per run, and
+// stable through store export and import, unlike row ids.
+std::string pair_key(const GateResult& partial) {
+  std::random_device random;
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "%08x", random());
+  return partial.started_at + "/" + std::to_string(::getpid()) + "/" + suffix;
+}
+
+// A paired run's saturation: either side's, each reason naming its side.
+Saturation paired_saturation(Saturation baseline, Saturation candidate) {
+  Saturation both{baseline.saturated || candidate.saturated, {}, {}};
+  auto add = [](std::vector<std::string>& to, const std::vector<std::string>& from,
+                const std::string& side) {
+    for (const auto& r : from) to.push_back(side + " side: " + r);
+  };
+  add(both.reasons, baseline.reasons, "baseline");
+  add(both.reasons, candidate.reasons, "candidate");
+  add(both.shared, baseline.shared, "baseline");
+  add(both.shared, candidate.shared, "candidate");
+  return both;
+}
+
+void refuse_stored_baseline_flags(const RunOptions& options) {
+  if (options.baseline_run)
+    throw Error(
+        "--baseline-run: a paired run is judged against its own baseline side "
+        "(paired.baseline), not a stored run");
+  if (!options.start_at.empty()) throw Error("--start-at: only for shards, not paired runs");
+}
+
+// Both sides as the store keeps them, before the verdict.
+struct PairedRecords {
+  RunRecord base;
+  RunRecord cand;
+};
+
+PairedRecords paired_records(const Profile& profile, const Profile& base_profile,
+                             const PairedMeasurement& m, const GateResult& partial,
+                             const HostFingerprint& host) {
+  PairedRecords p;
+  p.cand = make_record(profile, m.candidate, partial.ci, host, partial.started_at);
+  CiContext base_ci = partial.ci;
+  base_ci.commit = profile.paired->commit;
+  p.base = make_record(base_profile, m.baseline, base_ci, host, partial.started_at);
+  auto base_saturation = judge_saturation(base_profile, m.baseline, true);
+  auto cand_saturation = judge_saturation(profile, m.candidate, true);
+  require_responses(m.baseline.load, base_profile.target.url, base_saturation);
+  require_responses(m.candidate.load, profile.target.url, cand_saturation);
+  p.cand.saturation = p.base.saturation = paired_saturation(base_saturation, cand_saturation);
+  p.cand.kind = "paired";
+  p.base.kind = "paired-baseline";
+  p.cand.pair = p.base.pair = pair_key(partial);
+  p.base.verdict = p.base.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
+  return p;
+}
+
+// Both sides in one transaction: never half a pair.
+void record_pair(const RunOptions& options, std::optional<BaselineStore>& store, PairedRecords& p,
+                 GateResult& r, PairedSummary& paired) {
+  p.cand.verdict = r.verdict;
+  if (!options.record) {
+    r.notes.push_back("not recorded (--no-record)");
+    return;
+  }
+  if (!store) store = BaselineStore::open(options.store_path);
+  auto ids = store->record_all({p.base, p.cand});
+  paired.baseline_run_id = ids[0];
+  r.baseline_run_id = ids[0];
+  r.baseline_run_ids = {ids[0]};
+  r.run_id = ids[1];
+  r.recorded = true;
+}
+
+}  // namespace
+
+ExitStatus run_paired(const RunOptions& options, const Profile& profile, const EnvLookup& env,
+                      std::ostream& out, const std::atomic<bool>& stop, const Measurer& measurer) {
+  refuse_stored_baseline_flags(options);
+  GateRun gate(options, &profile, env);
+  return gate.guarded([&] {
+    auto started = Clock::now();
+    gate.check_outputs();
+    auto store = open_store(options);
+    auto host = measurer.host();
+    auto doctor_warnings = preflight(profile);
+    Profile base_profile = paired_baseline_side(profile);
+    auto m = measurer.paired(profile, base_profile, stop);
+    gate.loaded(m.candidate.load);
+    if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
+    auto p = paired_records(profile, base_profile, m, gate.partial(), host);
+    RunFigures now = run_figures(p.cand.iterations, service_cpu(m.candidate.windows));
+    BaselineSelection selection;
+    selection.baseline = Baseline{{}, {}, {}};
+    selection.baseline->sample.pooled =
+        run_figures(p.base.iterations, service_cpu(m.baseline.windows));
+    selection.baseline->sample.paired = true;
+    auto judgement = judge(now, &selection.baseline->sample, profile.thresholds, p.cand.saturation,
+                           {profile.baseline.confidence});
+    GateResult r = assemble(profile, p.cand, judgement, selection);
+    r.baseline_commit = p.base.ci.commit;
+    PairedSummary paired{redacted_url(base_profile.target.url),
+                         p.base.ci.commit,
+                         std::nullopt,
+                         p.cand.pair,
+                         r.iterations_kept,
+                         to_seconds(profile.paired->leg_warmup)};
+    record_pair(options, store, p, r, paired);
+    r.notes.insert(r.notes.begin(), "paired with " + paired.baseline_url + ": " +
+                                        std::to_string(paired.pairs) +
+                                        " pairs of windows, in turns; judged on their ratios");
+    note_shared_load(p.cand.saturation, r.notes);
+    r.paired = paired;
+    r.host_summary = host_summary(m.candidate, now.summary);
+    r.host_summary.doctor_warnings = doctor_warnings;
+    r.in_flight_at_end = m.candidate.load.in_flight_at_end;
+    r.duration_s = to_seconds(Clock::now() - started);
+    gate.write(r, out);
+    return r.exit_code;
+  });
+}
+
+// A stored paired run is judged again against its own other side, as it was.
+BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
+                                   const RunOptions& options) {
+  std::string name = "run " + std::to_string(run.id);
+  auto partner = store.paired_partner(run);
+  if (run.kind == "paired-baseline")
+    throw Error(name + " is the baseline side of a paired run" +
+                (partner ? "; compare its candidate, run " + std::to_string(partner->id) : ""));
+  if (options.baseline_run)
+    throw Error("--baseline-run: " + name +
+                " is paired; it is judged against its own baseline side");
+  if (!partner) throw Error(name + " is paired, and its baseline side is no longer in the store");
+  BaselineSelection selection;
+  selection.baseline = Baseline{{partner->id}, {partner->ci.commit}, {}};
+  selection.baseline->sample.pooled = stored_run_figures(*partner);
+  selection.baseline->sample.paired = true;
+  return selection;
+}
+
+void note_shared_load(const Saturation& saturation, std::vector<std::string>& notes) {
+  if (saturation.shared.empty()) return;
+  std::string text = "busy load machine (";
+  for (size_t i = 0; i < saturation.shared.size(); ++i)
+    text += (i ? "; " : "") + saturation.shared[i];
+  notes.push_back(text +
+                  "): not saturation in paired mode, since both sides ran through it in turns; "
+                  "it blurs their ratios, it does not bias them");
+}
+
+}  // namespace perfgate

@@ -1,0 +1,51 @@
+#include "store_access.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "output_file.h"
+#include "perfgate/core/error.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+void refuse_folder(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw Error("--store " + path.string() + ": is a folder, not a store file (e.g. " +
+                (path / "perfgate.db").string() + ")");
+}
+
+}  // namespace
+
+BaselineStore open_existing_store(const fs::path& path, BaselineStore::Mode mode) {
+  if (!fs::exists(path)) throw Error(path.string() + ": no such store (see --store)");
+  refuse_folder(path);
+  return BaselineStore::open(path, mode);
+}
+
+void check_store_writable(const fs::path& path) {
+  refuse_folder(path);
+  if (fs::exists(path)) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+      throw Error("--store " + path.string() + ": the store is read-only (" + std::strerror(errno) +
+                  "); make it writable, or judge without storing with --no-record");
+    ::close(fd);
+  }
+  if (auto why = unwritable_reason(path); !why.empty()) {
+    fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    throw Error("--store " + path.string() + ": perfgate cannot create files in " +
+                folder.string() + " (" + why +
+                "), where the store and its journal files live; use a writable folder, or "
+                "--no-record");
+  }
+}
+
+}  // namespace perfgate

@@ -1,0 +1,325 @@
+// The gate pipeline with a fake load (support/fake_measurer.h): every verdict
+// of run, paired run, merge and compare, and the error paths, without load.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "perfgate/store/baseline_store.h"
+#include "support/fake_measurer.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::FakeMeasurer;
+using testing::ScriptedWindow;
+using testing::TempDir;
+
+const char* kSaturationOff = R"({ "foreign_cpu": "100%", "generator_cpu": "100%",
+  "cpu_pressure": "100%", "steal": "100%", "memory_available": "0%" })";
+
+std::string profile_text(const std::string& extra = "") {
+  return std::string(R"({
+  "name": "gate-test",
+  "target": { "url": "http://127.0.0.1:9/" },
+  "load": { "threads": 2, "connections": 8, "duration": "1s", "warmup": "0s" },
+  "repeat": { "count": 5, "discard": 1 },
+  "saturation": )") +
+         kSaturationOff + R"(,
+  "thresholds": {
+    "throughput": { "warn": "10%", "fail": "50%" },
+    "error_rate": { "max": "1%" }
+  })" + extra +
+         R"(
+})";
+}
+
+EnvLookup no_env() {
+  return [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+}
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+class GateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::write_file(dir_ / "profile.json", profile_text());
+    options_.profile_path = dir_ / "profile.json";
+    options_.store_path = dir_ / "perfgate.db";
+  }
+
+  // The gate with a load of `windows` (per side, in a paired run).
+  ExitStatus gate(std::vector<ScriptedWindow> windows, const EnvLookup& env = no_env()) {
+    fake_.script = [windows](const Profile&) { return windows; };
+    std::ostringstream out;
+    return run_gate(options_, env, out, stop_, fake_.measurer());
+  }
+
+  nlohmann::json result_json() {
+    return nlohmann::json::parse(testing::read_file(options_.json_path));
+  }
+
+  int64_t stored_runs() {
+    return BaselineStore::open(options_.store_path, BaselineStore::Mode::kReadOnly).run_count();
+  }
+
+  TempDir dir_;
+  RunOptions options_;
+  FakeMeasurer fake_;
+  std::atomic<bool> stop_{false};
+};
+
+const auto kBaseline = testing::steady(5, 1000, 10ms);
+
+TEST_F(GateTest, FirstRunPassesAndBecomesTheBaseline) {
+  EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);
+  EXPECT_EQ(stored_runs(), 1);
+  EXPECT_EQ(*fake_.loads, 1);
+}
+
+TEST_F(GateTest, UnchangedRunPasses) {
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  options_.json_path = dir_ / "result.json";
+  EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);
+  EXPECT_EQ(result_json()["verdict"], "pass");
+  EXPECT_EQ(result_json()["run_id"], 2);
+}
+
+TEST_F(GateTest, HalvedThroughputFails) {
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  EXPECT_EQ(gate(testing::steady(5, 300, 10ms)), ExitStatus::kFail);
+  EXPECT_EQ(stored_runs(), 2);
+}
+
+TEST_F(GateTest, SmallThroughputDropWarns) {
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  EXPECT_EQ(gate(testing::steady(5, 800, 10ms)), ExitStatus::kWarn);
+}
+
+TEST_F(GateTest, ErrorRateAboveItsLimitFails) {
+  auto windows = kBaseline;
+  for (auto& w : windows) w.errors = 100;
+  EXPECT_EQ(gate(windows), ExitStatus::kFail);
+}
+
+TEST_F(GateTest, NoRecordStoresNothing) {
+  options_.record = false;
+  EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);
+  EXPECT_FALSE(fs::exists(options_.store_path));
+}
+
+// Row 16: an error after the load used to report 0 x 0 threads/connections.
+TEST_F(GateTest, Row16ErrorReportAfterTheLoadShowsItsThreadsAndConnections) {
+  options_.json_path = dir_ / "result.json";
+  auto windows = kBaseline;
+  windows[2] = {0, 10ms, 5};  // a kept window without a response: no verdict
+  EXPECT_THROW(gate(windows), Error);
+  auto json = result_json();
+  EXPECT_EQ(json["verdict"], "error");
+  EXPECT_EQ(json["load"]["threads"], 2) << json.dump(2);
+  EXPECT_EQ(json["load"]["connections"], 8) << json.dump(2);
+}
+
+// Row 13: an interrupted run that is stored says so in its reports too.
+TEST_F(GateTest, Row13InterruptedRunsReportsNameTheStoredRun) {
+  options_.json_path = dir_ / "result.json";
+  fake_.aborted = true;
+  try {
+    gate(kBaseline);
+    FAIL() << "an interrupted run has no verdict";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stored as run 1"), std::string::npos) << e.what();
+  }
+  auto json = result_json();
+  EXPECT_EQ(json["recorded"], true) << json.dump(2);
+  EXPECT_EQ(json["run_id"], 1) << json.dump(2);
+  auto run = BaselineStore::open(options_.store_path, BaselineStore::Mode::kReadOnly).run(1);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "aborted");
+}
+
+TEST_F(GateTest, Row13InterruptedRunWithoutRecordSaysNothingStored) {
+  options_.json_path = dir_ / "result.json";
+  options_.record = false;
+  fake_.aborted = true;
+  EXPECT_THROW(gate(kBaseline), Error);
+  EXPECT_EQ(result_json()["recorded"], false);
+  EXPECT_FALSE(fs::exists(options_.store_path));
+}
+
+// Row 14: a store perfgate cannot write is found before the load, in words.
+TEST_F(GateTest, Row14FolderGivenAsTheStoreIsRefusedBeforeTheLoad) {
+  fs::create_directories(dir_ / "folder");
+  options_.store_path = dir_ / "folder";
+  try {
+    gate(kBaseline);
+    FAIL() << "a folder is no store";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a folder"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(*fake_.loads, 0);
+}
+
+TEST_F(GateTest, Row14StoreInAReadOnlyFolderIsRefusedBeforeTheLoad) {
+  // /proc takes no new file, even for root.
+  options_.store_path = "/proc/perfgate-test/perfgate.db";
+  try {
+    gate(kBaseline);
+    FAIL() << "no store can be created there";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create files in /proc/perfgate-test"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("SQLite error"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(*fake_.loads, 0);
+}
+
+TEST_F(GateTest, Row14ReadOnlyStoreIsFineWithoutRecord) {
+  options_.store_path = "/proc/perfgate-test/perfgate.db";
+  options_.record = false;
+  EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);
+}
+
+// Row 1: no output is ever written over the store or the profile.
+TEST_F(GateTest, Row1JsonEqualToTheStoreIsRefusedAndTheStoreKept) {
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  auto before = testing::read_file(options_.store_path);
+  options_.json_path = options_.store_path;
+  EXPECT_THROW(gate(kBaseline), Error);
+  EXPECT_EQ(testing::read_file(options_.store_path), before);
+  EXPECT_EQ(*fake_.loads, 1);
+}
+
+TEST_F(GateTest, Row1OutputsEqualToTheStoresJournalsOrTheProfileAreRefused) {
+  auto profile = testing::read_file(options_.profile_path);
+  for (const fs::path& target : {fs::path(options_.store_path.string() + "-wal"),
+                                 options_.profile_path, dir_ / "." / "profile.json"}) {
+    options_.junit_path = target;
+    EXPECT_THROW(gate(kBaseline), Error) << target;
+  }
+  EXPECT_EQ(testing::read_file(options_.profile_path), profile);
+  EXPECT_EQ(*fake_.loads, 0);
+}
+
+TEST_F(GateTest, Row1HardLinkToTheStoreIsRefused) {
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  fs::create_hard_link(options_.store_path, dir_ / "link.json");
+  auto before = testing::read_file(options_.store_path);
+  options_.json_path = dir_ / "link.json";
+  EXPECT_THROW(gate(kBaseline), Error);
+  EXPECT_EQ(testing::read_file(options_.store_path), before);
+}
+
+TEST_F(GateTest, Row1StepSummaryEqualToTheStoreIsNeverAppended) {
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  auto before = testing::read_file(options_.store_path);
+  auto env =
+      env_of({{"GITHUB_ACTIONS", "true"}, {"GITHUB_STEP_SUMMARY", options_.store_path.string()}});
+  EXPECT_THROW(gate(kBaseline, env), Error);
+  EXPECT_EQ(*fake_.loads, 1);  // refused before the load
+  EXPECT_EQ(testing::read_file(options_.store_path), before);
+}
+
+TEST_F(GateTest, StepSummaryIsAppended) {
+  testing::write_file(dir_ / "summary.md", "earlier step\n");
+  auto env =
+      env_of({{"GITHUB_ACTIONS", "true"}, {"GITHUB_STEP_SUMMARY", (dir_ / "summary.md").string()}});
+  EXPECT_EQ(gate(kBaseline, env), ExitStatus::kPass);
+  auto summary = testing::read_file(dir_ / "summary.md");
+  EXPECT_EQ(summary.rfind("earlier step\n", 0), 0u);
+  EXPECT_NE(summary.find("gate-test"), std::string::npos);
+}
+
+// Row 16: a report is never there empty or half-written, not even while the
+// load runs (a SIGKILL then left empty --junit/--json files).
+TEST_F(GateTest, Row16NoReportFileExistsUntilItIsComplete) {
+  options_.json_path = dir_ / "out" / "result.json";
+  options_.junit_path = dir_ / "junit.xml";
+  bool json_during_load = true, junit_during_load = true;
+  fake_.during = [&] {
+    json_during_load = fs::exists(options_.json_path);
+    junit_during_load = fs::exists(options_.junit_path);
+  };
+  EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);
+  EXPECT_FALSE(json_during_load);
+  EXPECT_FALSE(junit_during_load);
+  EXPECT_EQ(result_json()["verdict"], "pass");
+  for (const auto& entry : fs::directory_iterator(dir_ / "out"))
+    EXPECT_EQ(entry.path().filename(), "result.json");  // no temporary left behind
+}
+
+// ---- paired ----------------------------------------------------------------
+
+const auto kPairs = testing::steady(9, 1000, 10ms);
+
+class PairedGateTest : public GateTest {
+ protected:
+  void SetUp() override {
+    GateTest::SetUp();
+    auto text = profile_text(R"(,
+  "paired": { "baseline": { "origin": "http://127.0.0.1:10", "commit": "0ld" },
+              "leg_warmup": "0s" })");
+    text.replace(text.find("\"count\": 5"), 10, "\"count\": 9");  // 8 kept pairs can fail
+    testing::write_file(dir_ / "profile.json", text);
+  }
+  // Each side's windows: the baseline's port is 10, the candidate's 9.
+  ExitStatus paired(std::vector<ScriptedWindow> base, std::vector<ScriptedWindow> cand) {
+    fake_.script = [base, cand](const Profile& p) {
+      return p.target.url.find(":10") != std::string::npos ? base : cand;
+    };
+    std::ostringstream out;
+    return run_gate(options_, no_env(), out, stop_, fake_.measurer());
+  }
+};
+
+TEST_F(PairedGateTest, EqualSidesPassAndStoreBoth) {
+  EXPECT_EQ(paired(kPairs, kPairs), ExitStatus::kPass);
+  EXPECT_EQ(stored_runs(), 2);
+  EXPECT_EQ(*fake_.loads, 1);
+}
+
+TEST_F(PairedGateTest, SlowerCandidateFails) {
+  EXPECT_EQ(paired(kPairs, testing::steady(9, 300, 10ms)), ExitStatus::kFail);
+}
+
+TEST_F(PairedGateTest, SlightlySlowerCandidateWarns) {
+  EXPECT_EQ(paired(kPairs, testing::steady(9, 800, 10ms)), ExitStatus::kWarn);
+}
+
+TEST_F(PairedGateTest, InterruptedPairedRunIsStoredAsAbortedAndSaysSo) {
+  options_.json_path = dir_ / "result.json";
+  fake_.aborted = true;
+  EXPECT_THROW(paired(kPairs, kPairs), Error);
+  EXPECT_EQ(result_json()["run_id"], 1);
+  EXPECT_EQ(result_json()["load"]["connections"], 8);
+}
+
+// ---- compare (a stored run judged again) -------------------------------------
+
+TEST_F(GateTest, CompareJudgesAStoredRunAgainWithTheSameVerdict) {
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  ASSERT_EQ(gate(testing::steady(5, 300, 10ms)), ExitStatus::kFail);
+  ASSERT_EQ(gate(testing::steady(5, 800, 10ms)), ExitStatus::kWarn);
+  auto store = BaselineStore::open(options_.store_path, BaselineStore::Mode::kReadOnly);
+  RunOptions compare;
+  compare.store_path = options_.store_path;
+  compare.baseline_run = 1;
+  EXPECT_EQ(rejudge_run(store, 1, {}).exit_code, ExitStatus::kPass);
+  EXPECT_EQ(rejudge_run(store, 2, compare).exit_code, ExitStatus::kFail);
+  EXPECT_EQ(rejudge_run(store, 3, compare).exit_code, ExitStatus::kWarn);
+  EXPECT_THROW(rejudge_run(store, 9, compare), Error);
+}
+
+}  // namespace
+}  // namespace perfgate
