@@ -51,4 +51,15 @@ for dir in src/* include/perfgate/*; do
     done < <(grep -rnE '#[[:space:]]*include[[:space:]]*<(curl/|sqlite3|spdlog/|nlohmann/)' "$dir" || true)
   fi
 done
+# Each source is built into its own folder's stage library (CMakeLists.txt), so
+# the link order holds what the folders say.
+if [ -f CMakeLists.txt ]; then
+  while IFS=' ' read -r lib src; do
+    [ "${src#src/}" != "$src" ] || continue
+    folder=${src#src/}; folder=${folder%%/*}
+    [ "$lib" = "perfgate_$folder" ] || complain "CMakeLists.txt" "$src is built into $lib, not perfgate_$folder"
+  done < <(awk '/^perfgate_stage\(/ { lib = substr($1, 16); inside = 1 }
+                inside { for (i = 1; i <= NF; i++) if ($i ~ /^src\//) print lib, $i }
+                inside && /\)/ { inside = 0 }' CMakeLists.txt)
+fi
 exit $bad

@@ -69,5 +69,18 @@ TEST(LayeringTest, CoreUsesNoThirdPartyLibrary) {
   EXPECT_NE(r.err.find("src/core/metrics.cc:1"), std::string::npos) << r.err;
 }
 
+TEST(LayeringTest, ASourceBuiltIntoAnotherStagesLibraryFails) {
+  TempDir tree;
+  plant(tree, "src/profile/ci_context.cc", "#include \"perfgate/profile/ci_context.h\"\n");
+  plant(tree, "CMakeLists.txt",
+        "perfgate_stage(perfgate_profile\n  SOURCES src/profile/profile.cc\n  DEPS x)\n"
+        "perfgate_stage(perfgate_cli\n  SOURCES src/profile/ci_context.cc src/cli/gate.cc\n"
+        "  DEPS y)\n");
+  auto r = check_tree(tree);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("src/profile/ci_context.cc is built into perfgate_cli"), std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace perfgate::testing
