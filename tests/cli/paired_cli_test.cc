@@ -112,10 +112,14 @@ TEST_F(PairedCliTest, SlowerCandidateFailsOnItsPairsAndBothSidesAreStored) {
   EXPECT_GE(throughput["test"]["p_value"].get<double>(), 2.0 / 256 - 1e-12);
   EXPECT_LT(throughput["test"]["p_value"].get<double>(), 0.05);
   EXPECT_LT(throughput["change_pct"].get<double>(), -50);
-  // p99 of a 250 ms window rests on its few slowest responses: a stall of this
-  // busy machine in one baseline window may make it not significant, never small.
-  EXPECT_GT(result["metrics"]["latency_p99_ms"]["change_pct"].get<double>(), 100)
-      << result["metrics"]["latency_p99_ms"];
+  // p99 of a 250 ms window rests on its few slowest responses: a stall of the
+  // machine in a baseline window (seen under ASan at +93 %, on a loaded runner at
+  // +14 %) raises the baseline's p99 by any amount, so only what no stall can
+  // change is asserted: the candidate's p99 is at least its 8 ms delay, and above
+  // the baseline's.
+  const auto& p99 = result["metrics"]["latency_p99_ms"];
+  EXPECT_GE(p99["value"].get<double>(), 8.0) << p99;
+  EXPECT_GT(p99["change_pct"].get<double>(), 0) << p99;
 
   auto store = BaselineStore::open(store_, BaselineStore::Mode::kReadOnly);
   ASSERT_EQ(store.run_count(), 2);
