@@ -191,6 +191,31 @@ TEST_F(AttributionCliTest, ServerInACgroupOfItsOwnIsAttributedThroughTheCgroup) 
   }
 }
 
+// The profile keys for what no discovery finds: the cgroup named outright, and a
+// container named by its id's prefix in the cgroup path (as docker-ID.scope).
+TEST_F(AttributionCliTest, ServiceCgroupAndContainerKeysNameTheServiceAsAUserWrites) {
+  TestCgroup cgroup;
+  if (!cgroup.usable()) GTEST_SKIP() << "no writable cgroup v2 hierarchy on this machine";
+  OutsideProcess server(demo_server({"--work", "20us"}), port_file_, [&] { cgroup.join(); });
+  std::string container_id = cgroup.path().substr(cgroup.path().find("test-"));
+  struct Case {
+    std::string key, how;
+  };
+  for (const auto& c :
+       {Case{R"("cgroup": ")" + cgroup.path() + "\"", "named by service.cgroup"},
+        Case{R"("container": ")" + container_id + "\"", "named by service.container"}}) {
+    testing::CommandResult r;
+    auto result =
+        run(server.port(), profile_text(kNoSaturation + ",\n  \"service\": {" + c.key + "}"), r);
+    ASSERT_FALSE(result.is_null()) << c.key << "\n" << r.err;
+    EXPECT_NE(r.exit_code, 3) << r.err;
+    const auto& service = result["load_machine"]["service"];
+    EXPECT_EQ(service["how"].get<std::string>(), c.how) << service;
+    EXPECT_EQ(service["cgroup"].get<std::string>(), cgroup.path()) << service;
+    EXPECT_GT(service_cpu_per_request(result), 0.0) << c.key;
+  }
+}
+
 TEST_F(AttributionCliTest, ListenerBehindAForwarderInAnotherNetworkNamespaceIsFound) {
   if (geteuid() != 0) GTEST_SKIP() << "unshare --net needs root";
   auto inner_port_file = dir_ / "inner-port";
