@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# The GitLab templates (ci/gitlab/*.gitlab-ci.yml), copied unchanged into a
+# throwaway project and run end to end by gitlab-ci-local (shell executor),
+# with the perfgate under test on PATH and perfgate's demo server as the
+# project's service:
+#   - a default-branch pipeline records the store; a merge request whose
+#     service is slower fails on throughput against it (stored mode), one with
+#     an unchanged service does not fail;
+#   - the paired merge request recipe (the template's default) gives the same
+#     verdicts;
+#   - the sharded template: 3 shards and a merge pass; a failed shard makes the
+#     merge job name it.
+# gitlab-ci-local does not apply every GitLab rule, so ci/gitlab-rules-check.js
+# first evaluates the templates' rules as GitLab documents them.
+# Usage: ci/gitlab-pipeline-test.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+build=$(cd "${1:-build}" && pwd)
+[ -x "$build/perfgate" ] || { echo "no perfgate in $build: build first" >&2; exit 1; }
+glcl_prefix=${GITLAB_CI_LOCAL_PREFIX:-/opt/gitlab-ci-local}
+glcl="$glcl_prefix/node_modules/.bin/gitlab-ci-local"
+[ -x "$glcl" ] || { echo "no gitlab-ci-local in $glcl_prefix: bash ci/install-deps.sh --test" >&2; exit 1; }
+
+NODE_PATH="$glcl_prefix/node_modules" node ci/gitlab-rules-check.js \
+  ci/gitlab/perfgate.gitlab-ci.yml ci/gitlab/perfgate-sharded.gitlab-ci.yml \
+  "$glcl_prefix/node_modules/gitlab-ci-local/src/schema/schema.json"
+
+work=$(mktemp -d)
+[ -z "${GITLAB_PIPELINE_TEST_KEEP:-}" ] || echo "keeping $work"
+server_pid=""
+cleanup() {
+  [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
+  [ -n "${GITLAB_PIPELINE_TEST_KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+export PATH="$build:$PATH"
+fail() { echo "gitlab-pipeline-test: $*" >&2; exit 1; }
+
+# The "user's project": its service's speed is one file in the repository,
+# built (copied) by the build command in each checkout.
+git init -q --bare -b main "$work/origin.git"
+git clone -q "$work/origin.git" "$work/project" 2>/dev/null
+cd "$work/project"
+git config user.email ci@example.invalid
+git config user.name ci
+mkdir -p ci/gitlab perf
+cp "$src"/ci/gitlab/perfgate.gitlab-ci.yml "$src"/ci/gitlab/perfgate-sharded.gitlab-ci.yml ci/gitlab/
+cp "$src/ci/profiles/pr-paired.json" perf/pr-paired.json
+# Stored mode: the same service lines as pr-paired.json, shorter windows. A
+# shared 2-core CI machine is busy with other work, which is not what this
+# test is about: the saturation limits that would call that busy are off.
+cat > perf/stored.json <<'EOF'
+{
+  "name": "stored",
+  "target": { "url": "http://127.0.0.1:${PERFGATE_CANDIDATE_PORT:-18080}/" },
+  "load": { "threads": 1, "connections": 4, "duration": "500ms", "warmup": "300ms" },
+  "repeat": { "count": 6, "discard": 1 },
+  "thresholds": { "throughput": { "warn": "5%", "fail": "8%" }, "error_rate": { "max": "0.1%" } },
+  "saturation": { "foreign_cpu": "100%", "cpu_pressure": "100%", "host_cpu": "100%", "steal": "100%" },
+  "service": {
+    "command": ["sh", "-c", "${PERFGATE_SERVICE_COMMAND}"],
+    "cwd": "${PERFGATE_CANDIDATE_DIR:-.}",
+    "env": { "PORT": "${PERFGATE_CANDIDATE_PORT:-18080}" }
+  }
+}
+EOF
+cat > perf/sharded.json <<'EOF'
+{
+  "name": "sharded",
+  "target": { "url": "${PERFGATE_TARGET_URL}" },
+  "load": { "threads": 1, "connections": 6, "duration": "300ms", "warmup": "200ms" },
+  "repeat": { "count": 3, "discard": 1 },
+  "thresholds": { "throughput": { "warn": "50%", "fail": "90%" }, "error_rate": { "max": "0.1%" } },
+  "saturation": { "foreign_cpu": "100%", "cpu_pressure": "100%", "host_cpu": "100%", "steal": "100%" }
+}
+EOF
+echo 10ms > service-delay
+# image: null only for gitlab-ci-local, which otherwise runs the job in a
+# container; a GitLab shell-executor runner ignores image: by itself.
+cat > .gitlab-ci.yml <<'EOF'
+include:
+  - local: ci/gitlab/perfgate.gitlab-ci.yml
+perfgate:
+  image: null
+  variables:
+    PERFGATE_BUILD_COMMAND: mkdir -p out && cp service-delay out/delay
+    PERFGATE_SERVICE_COMMAND: exec perfgate demo-server --port $$PORT --delay $(cat out/delay)
+    PERFGATE_PROFILE: perf/stored.json
+    PERFGATE_PAIRED_PROFILE: perf/pr-paired.json
+EOF
+cat > sharded.gitlab-ci.yml <<'EOF'
+include:
+  - local: ci/gitlab/perfgate-sharded.gitlab-ci.yml
+.perfgate-sharded:
+  image: null
+  variables:
+    PERFGATE_PROFILE: perf/sharded.json
+    PERFGATE_START_DELAY: "4"
+perfgate-load:
+  # One shard made to fail when asked to: the merge job must name it.
+  before_script:
+    - if [ "$CI_NODE_INDEX" = "$BROKEN_SHARD" ]; then export PERFGATE_TARGET_URL=http://127.0.0.1:1/; fi
+EOF
+printf '.gitlab-ci-local/\nout/\n.perfgate-baseline/\nbaselines/\nperfgate-out/\n' > .gitignore
+git add -A
+git commit -qm "a service"
+git push -q origin main
+git remote set-head origin main
+
+# An MR branch whose service is slower, and one whose service is unchanged.
+git checkout -q -b slower
+echo 20ms > service-delay
+git commit -qam "a slower service"
+git push -q origin slower
+git checkout -q main
+git checkout -q -b unchanged
+echo "unrelated" > README
+git add README
+git commit -qm "an unrelated change"
+git push -q origin unchanged
+git checkout -q main
+
+# Ports of our own: other test runs on this machine may hold the defaults.
+port=$((20000 + RANDOM % 20000))
+gcl() {
+  "$glcl" --json-schema-validation=false --shell-isolation --no-color --max-job-name-padding 0 \
+    --variable PERFGATE_CANDIDATE_PORT=$port --variable PERFGATE_BASELINE_PORT=$((port + 1)) "$@"
+}
+# A merge request pipeline as GitLab makes one: no CI_COMMIT_BRANCH.
+mr() {
+  gcl --variable CI_PIPELINE_SOURCE=merge_request_event \
+    --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main --unset-variable CI_COMMIT_BRANCH "$@"
+}
+artifact() { echo ".gitlab-ci-local/artifacts/$1"; }
+verdict() { sed -n 's/.*"verdict": *"\([a-z]*\)".*/\1/p' "$(artifact perfgate)/perfgate-out/result.json" | head -1; }
+
+# $1 name, $2 expected gitlab-ci-local exit (0 or not), $3 allowed verdicts;
+# the rest: the gcl command. A shared CI machine's other work can swamp any
+# measurement, so a verdict that does not match gets one more pipeline.
+expect_pipeline() {
+  local name=$1 want=$2 verdicts=$3
+  shift 3
+  local log="$work/$name.log" rc got attempt
+  for attempt in 1 2; do
+    rm -rf "$(artifact perfgate)"
+    rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    got=$(verdict || true)
+    echo "== $name: gitlab-ci-local exit $rc, verdict ${got:-none} (attempt $attempt, at ${SECONDS}s)"
+    if { [ "$want" = 0 ] && [ "$rc" = 0 ]; } || { [ "$want" != 0 ] && [ "$rc" != 0 ]; }; then
+      [[ " $verdicts " != *" $got "* ]] || break
+    fi
+    [ "$attempt" = 1 ] && [ -n "$got" ] || {
+      grep -v 'iteration [0-9]' "$log" | tail -40 >&2
+      fail "$name: expected exit $want and a verdict in ($verdicts)"
+    }
+  done
+  [ -s "$(artifact perfgate)/perfgate-out/junit.xml" ] || fail "$name: no JUnit artifact"
+}
+
+# Stored mode: main records, merge requests are judged against main's store.
+expect_pipeline "default branch" 0 "pass warn" gcl perfgate
+[ -n "$(ls .gitlab-ci-local/cache/perfgate-main/baselines/ 2>/dev/null)" ] ||
+  fail "the default branch's pipeline cached no store"
+git checkout -q slower
+expect_pipeline "MR, slower service, stored" 1 "fail" mr --variable PERFGATE_MODE=stored perfgate
+grep -q 'throughput' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no throughput testcase"
+grep -q '<failure' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no JUnit failure"
+grep -q 'compared with run' "$work/MR, slower service, stored.log" ||
+  fail "the stored MR run was not judged against main's store"
+git checkout -q unchanged
+expect_pipeline "MR, same service, stored" 0 "pass warn" mr --variable PERFGATE_MODE=stored perfgate
+
+# Paired mode, the merge requests' default: the merge base built in a worktree.
+expect_pipeline "MR, same service, paired" 0 "pass warn" mr perfgate
+git checkout -q slower
+expect_pipeline "MR, slower service, paired" 1 "fail" mr perfgate
+grep -q 'paired' "$work/MR, slower service, paired.log" || fail "the MR run was not paired"
+
+# Sharded: one service every shard loads, 3 shards, one merge.
+git checkout -q main
+"$build/perfgate" demo-server --port $((port + 2)) --delay 1ms >"$work/server.log" 2>&1 &
+server_pid=$!
+sharded() {
+  gcl --file sharded.gitlab-ci.yml --variable PERFGATE_TARGET_URL=http://127.0.0.1:$((port + 2))/ "$@"
+}
+rc=0
+sharded --variable BROKEN_SHARD=0 >"$work/sharded.log" 2>&1 || rc=$?
+echo "== sharded, 3 shards: gitlab-ci-local exit $rc (at ${SECONDS}s)"
+[ "$rc" = 0 ] || { tail -60 "$work/sharded.log" >&2; fail "the sharded pipeline failed"; }
+for i in 1 2 3; do
+  [ -s "$(artifact "perfgate-load-$i-3")/perfgate-out/shard-$i.json" ] ||
+    [ -s "$(artifact "perfgate-load 3-$i")/perfgate-out/shard-$i.json" ] ||
+    ls .gitlab-ci-local/artifacts/*/perfgate-out/shard-$i.json >/dev/null 2>&1 || fail "no shard $i artifact"
+done
+[ -s "$(artifact perfgate-merge)/perfgate-out/junit.xml" ] || fail "the merge job wrote no JUnit"
+rm -rf .gitlab-ci-local/artifacts
+rc=0
+sharded --variable BROKEN_SHARD=2 >"$work/sharded-broken.log" 2>&1 || rc=$?
+echo "== sharded, shard 2 failing: gitlab-ci-local exit $rc (at ${SECONDS}s)"
+[ "$rc" != 0 ] || fail "a failing shard passed the sharded pipeline"
+grep -q 'perfgate-merge.*shard-2.json: the shard failed' "$work/sharded-broken.log" || {
+  tail -60 "$work/sharded-broken.log" >&2
+  fail "the merge job did not name the failed shard"
+}
+echo "gitlab pipelines: all as expected (${SECONDS}s)"
