@@ -54,8 +54,8 @@ cat > perf/stored.json <<'EOF'
 {
   "name": "stored",
   "target": { "url": "http://127.0.0.1:${PERFGATE_CANDIDATE_PORT:-18080}/" },
-  "load": { "threads": 1, "connections": 4, "duration": "500ms", "warmup": "300ms" },
-  "repeat": { "count": 6, "discard": 1 },
+  "load": { "threads": 1, "connections": 16, "duration": "500ms", "warmup": "300ms" },
+  "repeat": { "count": 8, "discard": 1 },
   "thresholds": { "throughput": { "warn": "5%", "fail": "8%" }, "error_rate": { "max": "0.1%" } },
   "saturation": { "foreign_cpu": "100%", "cpu_pressure": "100%", "host_cpu": "100%", "steal": "100%" },
   "service": {
@@ -75,7 +75,7 @@ cat > perf/sharded.json <<'EOF'
   "saturation": { "foreign_cpu": "100%", "cpu_pressure": "100%", "host_cpu": "100%", "steal": "100%" }
 }
 EOF
-echo 10ms > service-delay
+echo 20ms > service-delay
 # image: null only for gitlab-ci-local, which otherwise runs the job in a
 # container; a GitLab shell-executor runner ignores image: by itself.
 cat > .gitlab-ci.yml <<'EOF'
@@ -109,8 +109,11 @@ git push -q origin main
 git remote set-head origin main
 
 # An MR branch whose service is slower, and one whose service is unchanged.
+# A third of the throughput, not 10 % less: on this shared 2-core machine with
+# builds running, a service 50 % slower measured only 11 % slower in stored
+# runs a minute apart (p = 0.06, a warn); paired runs cancel most of that.
 git checkout -q -b slower
-echo 20ms > service-delay
+echo 60ms > service-delay
 git commit -qam "a slower service"
 git push -q origin slower
 git checkout -q main
@@ -133,49 +136,58 @@ mr() {
     --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main --unset-variable CI_COMMIT_BRANCH "$@"
 }
 artifact() { echo ".gitlab-ci-local/artifacts/$1"; }
-verdict() { sed -n 's/.*"verdict": *"\([a-z]*\)".*/\1/p' "$(artifact perfgate)/perfgate-out/result.json" | head -1; }
+# The result's own verdict: the top level's, two spaces in (metrics have one each).
+verdict() { sed -n 's/^  "verdict": *"\([a-z]*\)".*/\1/p' "$(artifact perfgate)/perfgate-out/result.json"; }
 
-# $1 name, $2 expected gitlab-ci-local exit (0 or not), $3 allowed verdicts;
-# the rest: the gcl command. A shared CI machine's other work can swamp any
-# measurement, so a verdict that does not match gets one more pipeline.
+# The job's status as gitlab-ci-local reports it (its own exit code counts a
+# job with allow_failure: exit_codes as allowed whatever the code).
+job_status() {
+  if grep -q "^$2 .*FAIL [0-9]" "$1"; then echo failed
+  elif grep -q "^$2 .*WARN [0-9]" "$1"; then echo warning
+  elif grep -q "^$2 finished in" "$1"; then echo success
+  else echo none; fi
+}
+
+# $1 name, $2 allowed job statuses, $3 allowed verdicts; the rest: the gcl
+# command. A shared CI machine's other work can swamp any measurement, so a
+# verdict that does not match gets one more pipeline.
 expect_pipeline() {
-  local name=$1 want=$2 verdicts=$3
+  local name=$1 statuses=$2 verdicts=$3
   shift 3
-  local log="$work/$name.log" rc got attempt
+  local log="$work/$name.log" status got attempt
   for attempt in 1 2; do
     rm -rf "$(artifact perfgate)"
-    rc=0
-    "$@" >"$log" 2>&1 || rc=$?
+    "$@" >"$log" 2>&1 || true
+    status=$(job_status "$log" perfgate)
     got=$(verdict || true)
-    echo "== $name: gitlab-ci-local exit $rc, verdict ${got:-none} (attempt $attempt, at ${SECONDS}s)"
-    if { [ "$want" = 0 ] && [ "$rc" = 0 ]; } || { [ "$want" != 0 ] && [ "$rc" != 0 ]; }; then
-      [[ " $verdicts " != *" $got "* ]] || break
-    fi
+    echo "== $name: job $status, verdict ${got:-none} (attempt $attempt, at ${SECONDS}s)"
+    [[ " $statuses " != *" $status "* ]] || [[ " $verdicts " != *" $got "* ]] || break
     [ "$attempt" = 1 ] && [ -n "$got" ] || {
       grep -v 'iteration [0-9]' "$log" | tail -40 >&2
-      fail "$name: expected exit $want and a verdict in ($verdicts)"
+      fail "$name: expected a job $statuses and a verdict in ($verdicts)"
     }
   done
   [ -s "$(artifact perfgate)/perfgate-out/junit.xml" ] || fail "$name: no JUnit artifact"
 }
 
 # Stored mode: main records, merge requests are judged against main's store.
-expect_pipeline "default branch" 0 "pass warn" gcl perfgate
+expect_pipeline "default branch" "success warning" "pass warn" gcl perfgate
 [ -n "$(ls .gitlab-ci-local/cache/perfgate-main/baselines/ 2>/dev/null)" ] ||
   fail "the default branch's pipeline cached no store"
+grep -q 'perfgate.db: pruned' "$work/default branch.log" || fail "the store was not pruned before caching"
 git checkout -q slower
-expect_pipeline "MR, slower service, stored" 1 "fail" mr --variable PERFGATE_MODE=stored perfgate
+expect_pipeline "MR, slower service, stored" failed fail mr --variable PERFGATE_MODE=stored perfgate
 grep -q 'throughput' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no throughput testcase"
 grep -q '<failure' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no JUnit failure"
 grep -q 'compared with run' "$work/MR, slower service, stored.log" ||
   fail "the stored MR run was not judged against main's store"
 git checkout -q unchanged
-expect_pipeline "MR, same service, stored" 0 "pass warn" mr --variable PERFGATE_MODE=stored perfgate
+expect_pipeline "MR, same service, stored" "success warning" "pass warn" mr --variable PERFGATE_MODE=stored perfgate
 
 # Paired mode, the merge requests' default: the merge base built in a worktree.
-expect_pipeline "MR, same service, paired" 0 "pass warn" mr perfgate
+expect_pipeline "MR, same service, paired" "success warning" "pass warn" mr perfgate
 git checkout -q slower
-expect_pipeline "MR, slower service, paired" 1 "fail" mr perfgate
+expect_pipeline "MR, slower service, paired" failed fail mr perfgate
 grep -q 'paired' "$work/MR, slower service, paired.log" || fail "the MR run was not paired"
 
 # Sharded: one service every shard loads, 3 shards, one merge.
@@ -187,19 +199,23 @@ sharded() {
 }
 rc=0
 sharded --variable BROKEN_SHARD=0 >"$work/sharded.log" 2>&1 || rc=$?
-echo "== sharded, 3 shards: gitlab-ci-local exit $rc (at ${SECONDS}s)"
-[ "$rc" = 0 ] || { tail -60 "$work/sharded.log" >&2; fail "the sharded pipeline failed"; }
+status=$(job_status "$work/sharded.log" perfgate-merge)
+echo "== sharded, 3 shards: gitlab-ci-local exit $rc, merge job $status (at ${SECONDS}s)"
+[ "$rc" = 0 ] && [[ "$status" = success || "$status" = warning ]] || {
+  grep -v 'iteration [0-9]' "$work/sharded.log" | tail -60 >&2
+  fail "the sharded pipeline did not pass"
+}
 for i in 1 2 3; do
-  [ -s "$(artifact "perfgate-load-$i-3")/perfgate-out/shard-$i.json" ] ||
-    [ -s "$(artifact "perfgate-load 3-$i")/perfgate-out/shard-$i.json" ] ||
-    ls .gitlab-ci-local/artifacts/*/perfgate-out/shard-$i.json >/dev/null 2>&1 || fail "no shard $i artifact"
+  ls .gitlab-ci-local/artifacts/*/perfgate-out/shard-$i.json >/dev/null 2>&1 || fail "no shard $i artifact"
 done
+grep -Eq '^perfgate-merge .*verdict: (PASS|WARN)' "$work/sharded.log" || fail "the merge job did not gate"
 [ -s "$(artifact perfgate-merge)/perfgate-out/junit.xml" ] || fail "the merge job wrote no JUnit"
 rm -rf .gitlab-ci-local/artifacts
 rc=0
 sharded --variable BROKEN_SHARD=2 >"$work/sharded-broken.log" 2>&1 || rc=$?
-echo "== sharded, shard 2 failing: gitlab-ci-local exit $rc (at ${SECONDS}s)"
-[ "$rc" != 0 ] || fail "a failing shard passed the sharded pipeline"
+status=$(job_status "$work/sharded-broken.log" perfgate-merge)
+echo "== sharded, shard 2 failing: gitlab-ci-local exit $rc, merge job $status (at ${SECONDS}s)"
+[ "$rc" != 0 ] && [ "$status" = failed ] || fail "a failing shard passed the sharded pipeline"
 grep -q 'perfgate-merge.*shard-2.json: the shard failed' "$work/sharded-broken.log" || {
   tail -60 "$work/sharded-broken.log" >&2
   fail "the merge job did not name the failed shard"
