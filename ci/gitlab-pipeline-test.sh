@@ -102,6 +102,13 @@ perfgate-load:
   before_script:
     - if [ "$CI_NODE_INDEX" = "$BROKEN_SHARD" ]; then export PERFGATE_TARGET_URL=http://127.0.0.1:1/; fi
 EOF
+# Both templates included as a user would, without this test's overrides:
+# expanded by gitlab-ci-local and checked against its copy of GitLab's schema.
+cat > plain.gitlab-ci.yml <<'EOF'
+include:
+  - local: ci/gitlab/perfgate.gitlab-ci.yml
+  - local: ci/gitlab/perfgate-sharded.gitlab-ci.yml
+EOF
 printf '.gitlab-ci-local/\nout/\n.perfgate-baseline/\nbaselines/\nperfgate-out/\n' > .gitignore
 git add -A
 git commit -qm "a service"
@@ -168,6 +175,11 @@ expect_pipeline() {
     }
   done
   [ -s "$(artifact perfgate)/perfgate-out/junit.xml" ] || fail "$name: no JUnit artifact"
+}
+
+"$glcl" --file plain.gitlab-ci.yml --preview >"$work/plain.log" 2>&1 || {
+  cat "$work/plain.log" >&2
+  fail "the templates, included together, are not a valid pipeline"
 }
 
 # Stored mode: main records, merge requests are judged against main's store.
