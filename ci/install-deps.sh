@@ -24,17 +24,30 @@ if [ "${1:-}" = "--test" ]; then
     dpkg-dev file lintian debootstrap)
   # npm from Debian unless one is there already (e.g. NodeSource's nodejs).
   command -v npm >/dev/null || packages+=(npm)
+  # ci/gitlab-pipeline-test.sh: gitlab-ci-local's shell isolation copies with rsync.
+  packages+=(rsync)
 fi
+
+# ci/gitlab-pipeline-test.sh runs the GitLab templates with gitlab-ci-local, pinned:
+# its newer releases need Node 22, Debian 12 has 18 and this machine 20.
+gitlab_ci_local() {
+  [ "${1:-}" = "--test" ] || return 0
+  local prefix=/opt/gitlab-ci-local version=4.55.0
+  [ "$("$prefix/node_modules/.bin/gitlab-ci-local" --version 2>/dev/null)" = "$version" ] && return 0
+  echo "installing: gitlab-ci-local@$version into $prefix" >&2
+  ${sudo:-} npm install --silent --no-audit --no-fund --prefix "$prefix" "gitlab-ci-local@$version" >/dev/null
+}
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
+[ ${#missing[@]} -eq 0 ] && { gitlab_ci_local "${1:-}"; exit 0; }
+
 echo "installing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+gitlab_ci_local "${1:-}"

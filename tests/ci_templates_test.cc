@@ -191,8 +191,8 @@ std::vector<std::string> shard_args(const std::string& commands) {
 }
 
 bool merges(const std::string& commands) {
-  return std::regex_search(commands,
-                           std::regex(R"(perfgate\"? merge .*shard-\*\.json)", std::regex::icase));
+  return std::regex_search(
+      commands, std::regex(R"(perfgate(_BIN)?\"? merge .*shard-\*\.json)", std::regex::icase));
 }
 
 TEST(CiTemplatesTest, TheShardedWorkflowRunsAMatrixOfShardsThenMerges) {
@@ -224,7 +224,7 @@ TEST(CiTemplatesTest, TheShardedGitlabPipelineRunsParallelShardsThenMerges) {
   std::string load_script = commands_of(load);
   EXPECT_EQ(shard_args(load_script), std::vector<std::string>{"$CI_NODE_INDEX/$CI_NODE_TOTAL"});
   EXPECT_NE(load_script.find("--start-at \"$PERFGATE_START_AT\""), std::string::npos);
-  EXPECT_EQ(pipeline["perfgate-build"]["artifacts"]["reports"]["dotenv"], "schedule.env");
+  EXPECT_EQ(pipeline["perfgate-schedule"]["artifacts"]["reports"]["dotenv"], "schedule.env");
   json merge = pipeline["perfgate-merge"];
   EXPECT_NE(merge["needs"].dump().find("perfgate-load"), std::string::npos);
   EXPECT_TRUE(merges(commands_of(merge)));

@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# The GitLab templates (ci/gitlab/*.gitlab-ci.yml), copied unchanged into a
+# throwaway project and run end to end by gitlab-ci-local (shell executor),
+# with the perfgate under test on PATH and perfgate's demo server as the
+# project's service:
+#   - a default-branch pipeline records the store; a merge request whose
+#     service is slower fails on throughput against it (stored mode), one with
+#     an unchanged service does not fail;
+#   - the paired merge request recipe (the template's default) gives the same
+#     verdicts;
+#   - the sharded template: 3 shards and a merge pass; a failed shard makes the
+#     merge job name it.
+# gitlab-ci-local does not apply every GitLab rule, so ci/gitlab-rules-check.js
+# first evaluates the templates' rules as GitLab documents them.
+# Usage: ci/gitlab-pipeline-test.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+build=$(cd "${1:-build}" && pwd)
+[ -x "$build/perfgate" ] || { echo "no perfgate in $build: build first" >&2; exit 1; }
+glcl_prefix=${GITLAB_CI_LOCAL_PREFIX:-/opt/gitlab-ci-local}
+glcl="$glcl_prefix/node_modules/.bin/gitlab-ci-local"
+[ -x "$glcl" ] || { echo "no gitlab-ci-local in $glcl_prefix: bash ci/install-deps.sh --test" >&2; exit 1; }
+
+NODE_PATH="$glcl_prefix/node_modules" node ci/gitlab-rules-check.js \
+  ci/gitlab/perfgate.gitlab-ci.yml ci/gitlab/perfgate-sharded.gitlab-ci.yml \
+  "$glcl_prefix/node_modules/gitlab-ci-local/src/schema/schema.json"
+
+work=$(mktemp -d)
+[ -z "${GITLAB_PIPELINE_TEST_KEEP:-}" ] || echo "keeping $work"
+server_pid=""
+cleanup() {
+  [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
+  [ -n "${GITLAB_PIPELINE_TEST_KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+export PATH="$build:$PATH"
+fail() { echo "gitlab-pipeline-test: $*" >&2; exit 1; }
+
+# The "user's project": its service's speed is one file in the repository,
+# built (copied) by the build command in each checkout.
+git init -q --bare -b main "$work/origin.git"
+git clone -q "$work/origin.git" "$work/project" 2>/dev/null
+cd "$work/project"
+git config user.email ci@example.invalid
+git config user.name ci
+mkdir -p ci/gitlab perf
+cp "$src"/ci/gitlab/perfgate.gitlab-ci.yml "$src"/ci/gitlab/perfgate-sharded.gitlab-ci.yml ci/gitlab/
+cp "$src/ci/profiles/pr-paired.json" perf/pr-paired.json
+# Stored mode: the same service lines as pr-paired.json, shorter windows. A
+# shared 2-core CI machine is busy with other work, which is not what this
+# test is about: the saturation limits that would call that busy are off.
+cat > perf/stored.json <<'EOF'
+{
+  "name": "stored",
+  "target": { "url": "http://127.0.0.1:${PERFGATE_CANDIDATE_PORT:-18080}/" },
+  "load": { "threads": 1, "connections": 16, "duration": "500ms", "warmup": "300ms" },
+  "repeat": { "count": 8, "discard": 1 },
+  "thresholds": { "throughput": { "warn": "5%", "fail": "8%" }, "error_rate": { "max": "0.1%" } },
+  "saturation": { "foreign_cpu": "100%", "cpu_pressure": "100%", "host_cpu": "100%", "steal": "100%" },
+  "service": {
+    "command": ["sh", "-c", "${PERFGATE_SERVICE_COMMAND}"],
+    "cwd": "${PERFGATE_CANDIDATE_DIR:-.}",
+    "env": { "PORT": "${PERFGATE_CANDIDATE_PORT:-18080}" }
+  }
+}
+EOF
+cat > perf/sharded.json <<'EOF'
+{
+  "name": "sharded",
+  "target": { "url": "${PERFGATE_TARGET_URL}" },
+  "load": { "threads": 1, "connections": 6, "duration": "300ms", "warmup": "200ms" },
+  "repeat": { "count": 3, "discard": 1 },
+  "thresholds": { "throughput": { "warn": "50%", "fail": "90%" }, "error_rate": { "max": "0.1%" } },
+  "saturation": { "foreign_cpu": "100%", "cpu_pressure": "100%", "host_cpu": "100%", "steal": "100%" }
+}
+EOF
+echo 20ms > service-delay
+# image: null only for gitlab-ci-local, which otherwise runs the job in a
+# container; a GitLab shell-executor runner ignores image: by itself.
+cat > .gitlab-ci.yml <<'EOF'
+include:
+  - local: ci/gitlab/perfgate.gitlab-ci.yml
+perfgate:
+  image: null
+  variables:
+    PERFGATE_BUILD_COMMAND: mkdir -p out && cp service-delay out/delay
+    PERFGATE_SERVICE_COMMAND: exec perfgate demo-server --port $$PORT --delay $(cat out/delay)
+    PERFGATE_PROFILE: perf/stored.json
+    PERFGATE_PAIRED_PROFILE: perf/pr-paired.json
+EOF
+cat > sharded.gitlab-ci.yml <<'EOF'
+include:
+  - local: ci/gitlab/perfgate-sharded.gitlab-ci.yml
+.perfgate-sharded:
+  image: null
+  variables:
+    PERFGATE_PROFILE: perf/sharded.json
+    PERFGATE_START_DELAY: "15"  # gitlab-ci-local starts 3 jobs slowly on a busy machine
+perfgate-load:
+  # One shard made to fail when asked to: the merge job must name it.
+  before_script:
+    - if [ "$CI_NODE_INDEX" = "$BROKEN_SHARD" ]; then export PERFGATE_TARGET_URL=http://127.0.0.1:1/; fi
+EOF
+# Both templates included as a user would, without this test's overrides:
+# expanded by gitlab-ci-local and checked against its copy of GitLab's schema.
+cat > plain.gitlab-ci.yml <<'EOF'
+include:
+  - local: ci/gitlab/perfgate.gitlab-ci.yml
+  - local: ci/gitlab/perfgate-sharded.gitlab-ci.yml
+EOF
+printf '.gitlab-ci-local/\nout/\n.perfgate-baseline/\nbaselines/\nperfgate-out/\n' > .gitignore
+git add -A
+git commit -qm "a service"
+git push -q origin main
+git remote set-head origin main
+
+# An MR branch whose service is slower, and one whose service is unchanged.
+# A third of the throughput, not 10 % less: on this shared 2-core machine with
+# builds running, a service 50 % slower measured only 11 % slower in stored
+# runs a minute apart (p = 0.06, a warn); paired runs cancel most of that.
+git checkout -q -b slower
+echo 60ms > service-delay
+git commit -qam "a slower service"
+git push -q origin slower
+git checkout -q main
+git checkout -q -b unchanged
+echo "unrelated" > README
+git add README
+git commit -qm "an unrelated change"
+git push -q origin unchanged
+git checkout -q main
+
+# Ports of our own: other test runs on this machine may hold the defaults.
+port=$((20000 + RANDOM % 20000))
+gcl() {
+  "$glcl" --json-schema-validation=false --shell-isolation --no-color --max-job-name-padding 0 \
+    --variable PERFGATE_CANDIDATE_PORT=$port --variable PERFGATE_BASELINE_PORT=$((port + 1)) "$@"
+}
+# A merge request pipeline as GitLab makes one: no CI_COMMIT_BRANCH.
+mr() {
+  gcl --variable CI_PIPELINE_SOURCE=merge_request_event \
+    --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main --unset-variable CI_COMMIT_BRANCH "$@"
+}
+artifact() { echo ".gitlab-ci-local/artifacts/$1"; }
+# The result's own verdict: the top level's, two spaces in (metrics have one each).
+verdict() { sed -n 's/^  "verdict": *"\([a-z]*\)".*/\1/p' "$(artifact perfgate)/perfgate-out/result.json"; }
+
+# The job's status as gitlab-ci-local reports it (its own exit code counts a
+# job with allow_failure: exit_codes as allowed whatever the code).
+job_status() {
+  if grep -q "^$2 .*FAIL [0-9]" "$1"; then echo failed
+  elif grep -q "^$2 .*WARN [0-9]" "$1"; then echo warning
+  elif grep -q "^$2 finished in" "$1"; then echo success
+  else echo none; fi
+}
+
+# $1 name, $2 allowed job statuses, $3 allowed verdicts; the rest: the gcl
+# command. A shared CI machine's other work can swamp any measurement, so a
+# verdict that does not match gets one more pipeline.
+expect_pipeline() {
+  local name=$1 statuses=$2 verdicts=$3
+  shift 3
+  local log="$work/$name.log" status got attempt
+  for attempt in 1 2; do
+    rm -rf "$(artifact perfgate)"
+    "$@" >"$log" 2>&1 || true
+    status=$(job_status "$log" perfgate)
+    got=$(verdict || true)
+    echo "== $name: job $status, verdict ${got:-none} (attempt $attempt, at ${SECONDS}s)"
+    [[ " $statuses " != *" $status "* ]] || [[ " $verdicts " != *" $got "* ]] || break
+    [ "$attempt" = 1 ] && [ -n "$got" ] || {
+      grep -v 'iteration [0-9]' "$log" | tail -40 >&2
+      fail "$name: expected a job $statuses and a verdict in ($verdicts)"
+    }
+  done
+  [ -s "$(artifact perfgate)/perfgate-out/junit.xml" ] || fail "$name: no JUnit artifact"
+}
+
+"$glcl" --file plain.gitlab-ci.yml --preview >"$work/plain.log" 2>&1 || {
+  cat "$work/plain.log" >&2
+  fail "the templates, included together, are not a valid pipeline"
+}
+
+# Stored mode: main records, merge requests are judged against main's store.
+expect_pipeline "default branch" "success warning" "pass warn" gcl perfgate
+[ -n "$(ls .gitlab-ci-local/cache/perfgate-main/baselines/ 2>/dev/null)" ] ||
+  fail "the default branch's pipeline cached no store"
+grep -q 'perfgate.db: pruned' "$work/default branch.log" || fail "the store was not pruned before caching"
+git checkout -q slower
+expect_pipeline "MR, slower service, stored" failed fail mr --variable PERFGATE_MODE=stored perfgate
+grep -q 'throughput' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no throughput testcase"
+grep -q '<failure' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no JUnit failure"
+grep -q 'compared with run' "$work/MR, slower service, stored.log" ||
+  fail "the stored MR run was not judged against main's store"
+git checkout -q unchanged
+expect_pipeline "MR, same service, stored" "success warning" "pass warn" mr --variable PERFGATE_MODE=stored perfgate
+
+# Paired mode, the merge requests' default: the merge base built in a worktree.
+expect_pipeline "MR, same service, paired" "success warning" "pass warn" mr perfgate
+git checkout -q slower
+expect_pipeline "MR, slower service, paired" failed fail mr perfgate
+grep -q 'paired' "$work/MR, slower service, paired.log" || fail "the MR run was not paired"
+
+# Sharded: one service every shard loads, 3 shards, one merge.
+git checkout -q main
+"$build/perfgate" demo-server --port $((port + 2)) --delay 1ms >"$work/server.log" 2>&1 &
+server_pid=$!
+sharded() {
+  gcl --file sharded.gitlab-ci.yml --variable PERFGATE_TARGET_URL=http://127.0.0.1:$((port + 2))/ "$@"
+}
+rc=0
+sharded --variable BROKEN_SHARD=0 >"$work/sharded.log" 2>&1 || rc=$?
+status=$(job_status "$work/sharded.log" perfgate-merge)
+echo "== sharded, 3 shards: gitlab-ci-local exit $rc, merge job $status (at ${SECONDS}s)"
+[ "$rc" = 0 ] && [[ "$status" = success || "$status" = warning ]] || {
+  grep -v 'iteration [0-9]' "$work/sharded.log" | tail -60 >&2
+  fail "the sharded pipeline did not pass"
+}
+for i in 1 2 3; do
+  ls .gitlab-ci-local/artifacts/*/perfgate-out/shard-$i.json >/dev/null 2>&1 || fail "no shard $i artifact"
+done
+grep -Eq '^perfgate-merge .*verdict: (PASS|WARN)' "$work/sharded.log" || fail "the merge job did not gate"
+[ -s "$(artifact perfgate-merge)/perfgate-out/junit.xml" ] || fail "the merge job wrote no JUnit"
+rm -rf .gitlab-ci-local/artifacts
+rc=0
+sharded --variable BROKEN_SHARD=2 >"$work/sharded-broken.log" 2>&1 || rc=$?
+status=$(job_status "$work/sharded-broken.log" perfgate-merge)
+echo "== sharded, shard 2 failing: gitlab-ci-local exit $rc, merge job $status (at ${SECONDS}s)"
+[ "$rc" != 0 ] && [ "$status" = failed ] || fail "a failing shard passed the sharded pipeline"
+grep -q 'perfgate-merge.*shard-2.json: the shard failed' "$work/sharded-broken.log" || {
+  tail -60 "$work/sharded-broken.log" >&2
+  fail "the merge job did not name the failed shard"
+}
+echo "gitlab pipelines: all as expected (${SECONDS}s)"
