@@ -96,8 +96,8 @@ std::optional<ChangeEstimate> run_level_change(const BaselineSample& base, const
   return std::nullopt;
 }
 
-// The iteration-level rank test, and with three or more baseline runs the
-// run-level one too: a change counts only when it stands out from both the
+// The iteration-level rank test, and the run-level one too when there is one
+// (run_level_change): a change counts only when it stands out from both the
 // spread of iterations and the spread of whole runs.
 std::optional<ChangeTest> test_change(const std::vector<double>& now, const BaselineSample& base,
                                       const std::string& key, double value, double confidence) {
