@@ -117,13 +117,15 @@ TEST(ProfileTest, MinimalProfileGetsEveryDefault) {
 
 TEST(ProfileTest, DefaultThresholdsAreTheDocumentedOnes) {
   ThresholdSet set = default_thresholds();
-  ASSERT_EQ(set.size(), 3u);
+  ASSERT_EQ(set.size(), 4u);
   EXPECT_EQ(set["throughput_rps"].warn_pct, 3.0);
   EXPECT_EQ(set["throughput_rps"].fail_pct, 5.0);
   EXPECT_EQ(set["latency_p99_ms"].warn_pct, 10.0);
   EXPECT_EQ(set["latency_p99_ms"].fail_pct, 20.0);
   EXPECT_EQ(set["error_rate_pct"].max, 1.0);
   EXPECT_FALSE(set["error_rate_pct"].warn_pct.has_value());
+  EXPECT_EQ(set["service_cpu_us_per_request"].warn_pct, 5.0);
+  EXPECT_EQ(set["service_cpu_us_per_request"].fail_pct, 8.0);
 }
 
 TEST(ProfileTest, ReadsEveryKey) {

@@ -212,26 +212,37 @@ Saturation judge_saturation(const Profile& profile, const Measurement& m, bool p
   return saturation;
 }
 
-HostSummary host_summary(const Measurement& m, const MetricSet& metrics) {
+// Each figure is a window's own over its whole length, as the saturation rules
+// judge it, not one sample's: a sample of a few milliseconds at a window's edge
+// (the sampler stops just after the window) holds a tick or two, which reads as
+// hundreds of % of a core. Paired runs have such an edge at every leg.
+HostSummary host_summary(const std::vector<const Measurement*>& sides, const MetricSet& metrics) {
   HostSummary h;
   h.memory_available_min_pct = 100;
-  for (const auto& w : kept_windows(m)) {
-    h.samples += w.samples;
-    h.host_cpu_mean_pct += w.host_cpu_mean_pct * w.samples;
-    h.host_cpu_max_pct = std::max(h.host_cpu_max_pct, w.host_cpu_max_pct);
-    h.steal_max_pct = std::max(h.steal_max_pct, w.steal_max_pct);
-    h.generator_thread_max_pct = std::max(h.generator_thread_max_pct, w.generator_thread_max_pct);
-    h.foreign_cpu_max_pct = std::max(h.foreign_cpu_max_pct, w.foreign_cpu_max_pct);
-    h.memory_available_min_pct = std::min(h.memory_available_min_pct, w.memory_available_min_pct);
-    if (w.cpu_pressure_max_pct)
-      h.cpu_pressure_max_pct =
-          std::max(h.cpu_pressure_max_pct.value_or(0), *w.cpu_pressure_max_pct);
+  for (const auto* m : sides) {
+    for (const auto& w : kept_windows(*m)) {
+      if (w.samples == 0) continue;
+      h.samples += w.samples;
+      h.host_cpu_mean_pct += w.host_cpu_mean_pct * w.samples;
+      h.host_cpu_max_pct = std::max(h.host_cpu_max_pct, w.host_cpu_mean_pct);
+      h.steal_max_pct = std::max(h.steal_max_pct, w.steal_mean_pct);
+      h.generator_thread_max_pct = std::max(h.generator_thread_max_pct, w.generator_thread_pct);
+      h.foreign_cpu_max_pct = std::max(h.foreign_cpu_max_pct, w.foreign_cpu_mean_pct);
+      h.memory_available_min_pct = std::min(h.memory_available_min_pct, w.memory_available_min_pct);
+      if (w.cpu_pressure_max_pct)
+        h.cpu_pressure_max_pct =
+            std::max(h.cpu_pressure_max_pct.value_or(0), *w.cpu_pressure_max_pct);
+    }
   }
   if (h.samples) h.host_cpu_mean_pct /= h.samples;
-  h.service = m.service;
+  if (!sides.empty()) h.service = sides.front()->service;
   if (auto it = metrics.find("service_cpu_us_per_request"); it != metrics.end())
     h.service_cpu_us_per_request = it->second;
   return h;
+}
+
+HostSummary host_summary(const Measurement& m, const MetricSet& metrics) {
+  return host_summary(std::vector<const Measurement*>{&m}, metrics);
 }
 
 // A window without a single response means the target went away mid-run: no

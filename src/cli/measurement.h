@@ -66,6 +66,10 @@ Saturation judge_saturation(const Profile& profile, const Measurement& m, bool p
 void require_responses(const LoadResult& load, const std::string& url, Saturation& saturation);
 /// The service's CPU seconds of each window (nullopt where unknown).
 std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>& windows);
+/// The load machine over the kept windows of `sides` (a paired run's both sides,
+/// the candidate first: the service named is the first side's). Maxima are the
+/// busiest window's figures over its whole length.
+HostSummary host_summary(const std::vector<const Measurement*>& sides, const MetricSet& metrics);
 HostSummary host_summary(const Measurement& m, const MetricSet& metrics);
 /// The run as the store keeps it, before it is judged.
 RunRecord make_record(const Profile& profile, const Measurement& m, const CiContext& ci,

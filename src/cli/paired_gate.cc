@@ -127,7 +127,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
                                         " pairs of windows, in turns; judged on their ratios");
     note_shared_load(p.cand.saturation, r.notes);
     r.paired = paired;
-    r.host_summary = host_summary(m.candidate, now.summary);
+    r.host_summary = host_summary({&m.candidate, &m.baseline}, now.summary);
     r.host_summary.doctor_warnings = doctor_warnings;
     r.in_flight_at_end = m.candidate.load.in_flight_at_end;
     r.duration_s = to_seconds(Clock::now() - started);

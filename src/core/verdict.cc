@@ -77,8 +77,27 @@ std::string change_text(const MetricCheck& c, double confidence) {
   return text + ")";
 }
 
-// The iteration-level rank test, and with three or more baseline runs the
-// run-level one too: a change counts only when it stands out from both the
+// The run-level test, when there is one: with a young window (fewer than
+// kPooledNoiseBelowRuns runs) against the noise pooled over earlier runs when that
+// rests on more degrees of freedom than the window's own k - 1; else, with three
+// or more runs, against the window's own spread.
+std::optional<ChangeEstimate> run_level_change(const BaselineSample& base, const std::string& key,
+                                               double value, double level) {
+  auto runs = base.run_figures.find(key);
+  if (runs == base.run_figures.end() || runs->second.empty()) return std::nullopt;
+  int k = static_cast<int>(runs->second.size());
+  auto noise = base.run_noise.find(key);
+  bool positive = value > 0 && std::all_of(runs->second.begin(), runs->second.end(),
+                                           [](double v) { return v > 0; });
+  if (k < kPooledNoiseBelowRuns && positive && noise != base.run_noise.end() &&
+      noise->second.df > k - 1)
+    return estimate_run_change(value, runs->second, level, noise->second);
+  if (k >= 3) return estimate_run_change(value, runs->second, level);
+  return std::nullopt;
+}
+
+// The iteration-level rank test, and the run-level one too when there is one
+// (run_level_change): a change counts only when it stands out from both the
 // spread of iterations and the spread of whole runs.
 std::optional<ChangeTest> test_change(const std::vector<double>& now, const BaselineSample& base,
                                       const std::string& key, double value, double confidence) {
@@ -104,12 +123,11 @@ std::optional<ChangeTest> test_change(const std::vector<double>& now, const Base
                  iter.method};
     auto runs = base.run_figures.find(key);
     if (runs != base.run_figures.end()) t.baseline_runs = static_cast<int>(runs->second.size());
-    if (t.baseline_runs >= 3) {
-      auto run = estimate_run_change(value, runs->second, level);
-      t.p_value = std::max(t.p_value, run.p_value);
-      t.ci_low_pct = std::min(t.ci_low_pct, run.ci_low_pct);
-      t.ci_high_pct = std::max(t.ci_high_pct, run.ci_high_pct);
-      t.method += ", " + run.method;
+    if (auto run = run_level_change(base, key, value, level)) {
+      t.p_value = std::max(t.p_value, run->p_value);
+      t.ci_low_pct = std::min(t.ci_low_pct, run->ci_low_pct);
+      t.ci_high_pct = std::max(t.ci_high_pct, run->ci_high_pct);
+      t.method += ", " + run->method;
     }
     t.significant = t.p_value < 1 - level;
     // A shift interval of a positive figure can reach past -100 %, which no such

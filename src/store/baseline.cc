@@ -1,6 +1,7 @@
 #include "perfgate/store/baseline.h"
 
 #include <algorithm>
+#include <set>
 
 #include "perfgate/core/error.h"
 #include "perfgate/host/host_sampler.h"
@@ -47,7 +48,90 @@ void explain_no_baseline(BaselineStore& store, const BaselineQuery& query,
                   " has runs from other hosts only; --any-host compares " + "with them");
 }
 
+// How far back the noise pool and the failed replicates look, in stored runs of
+// the profile (any branch, any hash): enough for a young store's history, and a
+// bound on what a gate loads.
+constexpr int kHistoryRuns = 60;
+
+bool same_series(const RunRecord& run, const BaselineQuery& query) {
+  bool before = query.before_run <= 0 || run.id < query.before_run;
+  bool host = query.host_key.empty() || run.host.key() == query.host_key;
+  return before && host && run.profile_hash == query.profile_hash;
+}
+
+// A run that measured the code it ran, whatever its verdict: complete, a gate or
+// calibration run, not saturated, not rejected by a person.
+bool measured_its_code(const RunRecord& run) {
+  bool kind = run.kind == "gate" || run.kind == "calibration";
+  return kind && run.status == "complete" && !run.saturation.saturated &&
+         run.review.state != "rejected";
+}
+
+// Earlier runs of this profile, hash and host that measured their code, newest
+// first, without their iterations.
+std::vector<RunRecord> measured_history(BaselineStore& store, const BaselineQuery& query) {
+  std::vector<RunRecord> out;
+  for (auto& listed : store.runs(query.profile_name, "", kHistoryRuns))
+    if (same_series(listed, query) && measured_its_code(listed)) out.push_back(std::move(listed));
+  return out;
+}
+
+// The same runs with their iterations and samples.
+std::vector<RunRecord> loaded(BaselineStore& store, const std::vector<RunRecord>& listed) {
+  std::vector<RunRecord> out;
+  for (const auto& run : listed)
+    if (auto full = store.run(run.id)) out.push_back(std::move(*full));
+  return out;
+}
+
+// Runs of one commit ran the same code: their spread is the machine's alone. A
+// run without a commit can only be grouped with its branch's, which may mix
+// code changes into the spread (so the pool errs wide, never narrow).
+std::string code_of(const RunRecord& run) {
+  return run.ci.commit.empty() ? "branch " + run.ci.branch : "commit " + run.ci.commit;
+}
+
+// A failed run of the baseline branch whose commit is also a window run's ran
+// the window's code: its failure was the machine's (a placement, a neighbour),
+// so it joins the window rather than leaving the window with only the lucky runs.
+std::vector<RunRecord> failed_replicates(const std::vector<RunRecord>& history,
+                                         const std::vector<RunRecord>& window,
+                                         const BaselineQuery& query) {
+  std::set<std::string> commits;
+  std::set<int64_t> ids;
+  for (const auto& run : window) {
+    if (!run.ci.commit.empty()) commits.insert(run.ci.commit);
+    ids.insert(run.id);  // an accepted failed run is in the window already
+  }
+  int64_t oldest = window.back().id;
+  std::vector<RunRecord> out;
+  for (const auto& run : history)
+    if (run.kind == "gate" && run.verdict == Verdict::kFail && run.id > oldest &&
+        !ids.contains(run.id) && run.ci.branch == query.branch && commits.contains(run.ci.commit))
+      out.push_back(run);
+  return out;
+}
+
 }  // namespace
+
+std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunRecord>& history) {
+  // code -> metric -> the figure of each of its runs
+  std::map<std::string, std::map<std::string, std::vector<double>, std::less<>>> by_code;
+  for (const auto& run : history) {
+    auto figures = stored_run_figures(run);
+    for (const auto& [key, value] : figures.summary)
+      if (!figures.values.at(key).empty()) by_code[code_of(run)][key].push_back(value);
+  }
+  std::map<std::string, std::vector<std::vector<double>>, std::less<>> groups;
+  for (auto& [code, metrics] : by_code)
+    for (auto& [key, figures] : metrics) groups[key].push_back(std::move(figures));
+  std::map<std::string, RunNoise, std::less<>> out;
+  for (const auto& [key, list] : groups) {
+    auto noise = pooled_run_noise(list);
+    if (noise.df > 0) out[key] = noise;
+  }
+  return out;
+}
 
 RunFigures stored_run_figures(const RunRecord& run) {
   std::vector<std::optional<double>> cpu(run.service_cpu_s.begin(), run.service_cpu_s.end());
@@ -94,7 +178,17 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
     return s;
   }
   std::vector<RunRecord> recent(runs.begin(), runs.begin() + std::min(window, runs.size()));
+  auto history = measured_history(store, query);
+  auto replicates = loaded(store, failed_replicates(history, recent, query));
+  if (!replicates.empty())
+    s.notes.push_back(std::to_string(replicates.size()) +
+                      " failed run(s) of a baseline commit kept in the baseline: the same code, "
+                      "so the machine's noise, not a regression");
+  recent.insert(recent.end(), replicates.begin(), replicates.end());
+  std::sort(recent.begin(), recent.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
   s.baseline = pool_runs(recent);
+  if (static_cast<int>(recent.size()) < kPooledNoiseBelowRuns)
+    s.baseline->sample.run_noise = pooled_noise(loaded(store, history));
   // The drift reference must not overlap the baseline: with a short history it is
   // the oldest window that does not, and none until there are two windows' worth.
   if (drift_back > 0 && runs.size() >= 2 * window) {

@@ -24,10 +24,12 @@ struct ScriptedWindow {
   uint64_t errors = 0;
 };
 
-/// `windows` as the engine would have measured them under `profile`'s load.
+/// `windows` as the engine would have measured them under `profile`'s load;
+/// `service_cpu_s[i]`, when given, is the attributed service's CPU in window i.
 inline Measurement scripted_measurement(const Profile& profile,
                                         const std::vector<ScriptedWindow>& windows,
-                                        bool aborted = false) {
+                                        bool aborted = false,
+                                        const std::vector<double>& service_cpu_s = {}) {
   Measurement m;
   m.load.engine = "fake";
   m.load.threads = profile.load.threads;
@@ -49,6 +51,7 @@ inline Measurement scripted_measurement(const Profile& profile,
     WindowSummary w;
     w.iteration = static_cast<int>(i);
     w.samples = 1;
+    if (i < service_cpu_s.size()) w.service_cpu_s = service_cpu_s[i];
     m.windows.push_back(w);
     int64_t from = 1'700'000'000'000 + static_cast<int64_t>(i) * 1000;
     m.wall_ms.emplace_back(from, from + 1000);
@@ -73,7 +76,13 @@ struct FakeMeasurer {
   std::function<std::vector<ScriptedWindow>(const Profile&)> script;
   bool aborted = false;
   std::function<void()> during;
+  /// The service's CPU-seconds in each window (none: the service is not attributed).
+  std::function<std::vector<double>(const Profile&)> service_cpu;
   std::shared_ptr<int> loads = std::make_shared<int>(0);
+
+  std::vector<double> cpu(const Profile& p) const {
+    return service_cpu ? service_cpu(p) : std::vector<double>{};
+  }
 
   Measurer measurer() const {
     Measurer m;
@@ -81,14 +90,14 @@ struct FakeMeasurer {
     m.load = [self](const Profile& p, const std::atomic<bool>&, std::optional<WallTime>) {
       ++*self.loads;
       if (self.during) self.during();
-      return scripted_measurement(p, self.script(p), self.aborted);
+      return scripted_measurement(p, self.script(p), self.aborted, self.cpu(p));
     };
     m.paired = [self](const Profile& cand, const Profile& base, const std::atomic<bool>&) {
       ++*self.loads;
       if (self.during) self.during();
       PairedMeasurement pm;
-      pm.baseline = scripted_measurement(base, self.script(base), false);
-      pm.candidate = scripted_measurement(cand, self.script(cand), self.aborted);
+      pm.baseline = scripted_measurement(base, self.script(base), false, self.cpu(base));
+      pm.candidate = scripted_measurement(cand, self.script(cand), self.aborted, self.cpu(cand));
       return pm;
     };
     m.host = [] {

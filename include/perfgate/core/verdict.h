@@ -7,6 +7,7 @@
 
 #include "perfgate/core/exit_status.h"
 #include "perfgate/core/metrics.h"
+#include "perfgate/core/run_noise.h"
 
 namespace perfgate {
 
@@ -34,10 +35,18 @@ struct Saturation {
 struct BaselineSample {
   RunFigures pooled;
   std::map<std::string, std::vector<double>, std::less<>> run_figures;  // metric -> one per run
+  /// Metric -> the spread of whole runs pooled over earlier runs of the same code
+  /// on this host (run_noise.h). Used in place of the window's own spread when the
+  /// window has fewer than kPooledNoiseBelowRuns runs and the pool rests on more
+  /// degrees of freedom than the window's k - 1.
+  std::map<std::string, RunNoise, std::less<>> run_noise;
   /// Paired mode: pooled's iterations ran side by side with the judged run's, the
   /// i-th beside the i-th, so the test is on their ratios (signed-rank).
   bool paired = false;
 };
+
+/// A window of fewer runs than this takes the run-to-run noise from the pool.
+inline constexpr int kPooledNoiseBelowRuns = 5;
 
 /// Is a change more than noise? The test behind a relative check (statistics.h).
 struct ChangeTest {

@@ -27,6 +27,11 @@ struct Baseline {
 /// measured). `runs` must not be empty.
 Baseline pool_runs(const std::vector<RunRecord>& runs);
 
+/// Per metric, the spread of whole runs pooled over groups of `runs` that ran the
+/// same code (one commit; without a commit, one branch): see run_noise.h. Metrics
+/// without a group of two runs are absent.
+std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunRecord>& runs);
+
 /// A run's figures, with the service's cost from its stored samples.
 RunFigures stored_run_figures(const RunRecord& run);
 
@@ -44,9 +49,12 @@ struct BaselineSelection {
 };
 
 /// The last `policy.window` runs eligible for `query` (stopping at the newest
-/// accepted run), or the pinned run; and, when history is long enough, the window
-/// `policy.drift_window` runs back. Throws Error when the pinned run does not exist
-/// or belongs to another profile or hash.
+/// accepted run), with the failed runs of their commits on the baseline branch
+/// (replicates of the same code: the machine's noise), or the pinned run. A window
+/// of fewer than kPooledNoiseBelowRuns runs carries the noise pooled over this
+/// host's earlier runs of the profile (pooled_noise()); and, when history is long enough, the
+/// window `policy.drift_window` runs back. Throws Error when the pinned run does not exist or
+/// belongs to another profile or hash.
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy);
 

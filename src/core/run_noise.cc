@@ -1,0 +1,66 @@
+#include "perfgate/core/run_noise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace perfgate {
+namespace {
+
+bool loggable(double v) {
+  return std::isfinite(v) && v > 0;
+}
+
+}  // namespace
+
+RunNoise pooled_run_noise(std::span<const std::vector<double>> groups) {
+  RunNoise noise;
+  double ss = 0;
+  for (const auto& group : groups) {
+    if (group.size() < 2 || !std::all_of(group.begin(), group.end(), loggable)) continue;
+    double mean = 0;
+    for (double v : group) mean += std::log(v) / static_cast<double>(group.size());
+    for (double v : group) ss += (std::log(v) - mean) * (std::log(v) - mean);
+    noise.df += static_cast<int>(group.size()) - 1;
+    noise.runs += static_cast<int>(group.size());
+    ++noise.groups;
+  }
+  if (noise.df > 0) noise.log_sd = std::sqrt(ss / noise.df);
+  return noise;
+}
+
+ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
+                                   double confidence, const RunNoise& noise) {
+  const std::string name = "estimate_run_change (pooled noise)";
+  if (baseline_runs.empty()) throw std::invalid_argument(name + ": needs a baseline run");
+  if (!(confidence > 0 && confidence < 1))
+    throw std::invalid_argument(name + ": confidence must be in (0, 1)");
+  if (noise.df < 1 || !std::isfinite(noise.log_sd) || noise.log_sd < 0)
+    throw std::invalid_argument(name + ": needs a noise estimate with at least 1 df");
+  if (!loggable(now) || !std::all_of(baseline_runs.begin(), baseline_runs.end(), loggable))
+    throw std::invalid_argument(name + ": figures must be positive and finite");
+  auto k = static_cast<double>(baseline_runs.size());
+  double mean = 0;
+  for (double v : baseline_runs) mean += std::log(v) / k;
+  double df = noise.df;
+  double scale = noise.log_sd * std::sqrt(1 + 1 / k);
+  double half = stats::student_t_quantile(0.5 + confidence / 2, df) * scale;
+  double d = std::log(now) - mean;
+  double p = 1;
+  if (scale > 0)
+    p = 2 * (1 - stats::student_t_cdf(std::fabs(d) / scale, df));
+  else if (d != 0)
+    p = 0;  // runs of the same code that never varied: any difference is beyond them
+  auto pct = [](double diff) { return std::expm1(diff) * 100; };
+  return {pct(d),
+          pct(d - half),
+          pct(d + half),
+          p,
+          1,
+          static_cast<int>(k),
+          "run-level t (" + std::to_string(baseline_runs.size()) + " runs, noise pooled over " +
+              std::to_string(noise.runs) + " runs, " + std::to_string(noise.df) + " df)"};
+}
+
+}  // namespace perfgate

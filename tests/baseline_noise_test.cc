@@ -1,0 +1,97 @@
+// The store's side of a young baseline: the run-to-run noise pooled over earlier
+// runs of the same code on this host, and failed runs of a baseline commit kept
+// in the window (run_noise.h, baseline.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "perfgate/store/baseline.h"
+#include "support/run_record_builder.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+using testing::synthetic_run;
+using testing::TempDir;
+
+BaselineQuery query_for(const RunRecord& run, const std::string& branch = "main") {
+  return {run.profile_name, run.profile_hash, branch, run.host.key()};
+}
+
+// Run `n` of commit `commit` on `branch`, at `rps`.
+RunRecord run_of(int n, const std::string& commit, uint64_t rps, const std::string& branch = "main",
+                 Verdict verdict = Verdict::kPass) {
+  auto run = synthetic_run(n, rps, 2.0, branch);
+  run.ci.commit = commit;
+  run.verdict = verdict;
+  return run;
+}
+
+struct NoiseFixture : ::testing::Test {
+  TempDir dir;
+  BaselineStore store = BaselineStore::open(dir / "perfgate.db");
+};
+
+TEST_F(NoiseFixture, GroupsRunsByCommitAndPoolsTheirSpread) {
+  std::vector<RunRecord> runs = {run_of(1, "aaa", 1000), run_of(2, "aaa", 1100),
+                                 run_of(3, "bbb", 2000), run_of(4, "bbb", 2000),
+                                 run_of(5, "ccc", 500)};
+  auto noise = pooled_noise(runs).at("throughput_rps");
+  // Groups {1000, 1100} and {2000, 2000}: s^2 = (log 1.1)^2 / 2 over 2 df, by hand.
+  EXPECT_EQ(noise.df, 2);
+  EXPECT_EQ(noise.groups, 2);
+  EXPECT_NEAR(noise.log_sd, std::sqrt(std::pow(std::log(1.1), 2) / 2 / 2), 1e-12);
+}
+
+TEST_F(NoiseFixture, AYoungWindowCarriesTheNoiseOfEveryEarlierRunOfTheProfileOnThisHost) {
+  // Calibration runs and another branch's runs, failed ones too, all count.
+  for (int i = 0; i < 4; ++i) {
+    auto calibration = run_of(i + 1, "aaa", 1000 + 10 * i);
+    calibration.kind = "calibration";
+    store.record(calibration);
+  }
+  store.record(run_of(5, "fff", 900, "feature", Verdict::kFail));
+  store.record(run_of(6, "fff", 910, "feature", Verdict::kFail));
+  auto saturated = run_of(7, "fff", 400, "feature");
+  saturated.saturation = {true, {"steal 12%"}, {}};
+  store.record(saturated);
+  auto other_host = run_of(8, "fff", 300, "feature");
+  other_host.host.fields["cpus"] = "64";
+  store.record(other_host);
+  store.record(run_of(9, "bbb", 1000));
+  store.record(run_of(10, "bbb", 1010));
+  auto s = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {5, 0, {}});
+  ASSERT_TRUE(s.baseline);
+  EXPECT_EQ(s.baseline->run_ids.size(), 2u);
+  const auto& noise = s.baseline->sample.run_noise.at("throughput_rps");
+  EXPECT_EQ(noise.df, 3 + 1 + 1);  // calibration, feature, main; not saturated nor other host
+  EXPECT_EQ(noise.runs, 8);
+
+  // A full window judges with its own spread and carries no pool.
+  for (int i = 0; i < 3; ++i) store.record(run_of(11 + i, "ccc", 1000));
+  auto full = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {5, 0, {}});
+  EXPECT_TRUE(full.baseline->sample.run_noise.empty());
+}
+
+TEST_F(NoiseFixture, AFailedRunOfABaselineCommitStaysInTheWindow) {
+  // Five runs of one commit; two landed low and "failed" against the first.
+  auto first = store.record(run_of(1, "aaa", 1000));
+  auto low1 = store.record(run_of(2, "aaa", 860, "main", Verdict::kFail));
+  auto fast = store.record(run_of(3, "aaa", 1000));
+  auto low2 = store.record(run_of(4, "aaa", 860, "main", Verdict::kFail));
+  auto last = store.record(run_of(5, "aaa", 1000));
+  // A failed run of other code, and one on another branch, stay out.
+  store.record(run_of(6, "bbb", 700, "main", Verdict::kFail));
+  store.record(run_of(7, "aaa", 860, "feature", Verdict::kFail));
+  auto s = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {5, 0, {}});
+  ASSERT_TRUE(s.baseline);
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>{last, low2, fast, low1, first}));
+  // The two low runs widen the run-level spread instead of being forgotten.
+  EXPECT_EQ(s.baseline->sample.run_figures.at("throughput_rps").size(), 5u);
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_NE(s.notes[0].find("2 failed run(s) of a baseline commit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace perfgate
