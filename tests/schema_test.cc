@@ -56,6 +56,9 @@ std::vector<fs::path> example_profiles() {
 EnvLookup example_env() {
   return [](std::string_view name) -> std::optional<std::string> {
     if (name == "PERFGATE") return "/usr/local/bin/perfgate";
+    // What the pull-request recipes export (ci/profiles/pr-paired.json).
+    if (name == "PERFGATE_SERVICE_COMMAND") return "exec ./server --port \"$PORT\"";
+    if (name == "PERFGATE_BASELINE_DIR") return "/tmp/base";
     return std::nullopt;
   };
 }
