@@ -32,8 +32,12 @@ mkdir -p "$gh/action/ci" "$gh/state" "$gh/temp" "$releases"
 cp -r ci/github ci/profiles "$gh/action/ci/"
 cp CMakeLists.txt "$gh/action/"
 cp "$deb" "$releases/perfgate_${version}_$(dpkg --print-architecture).deb"
-# A free port, so that another demo on this machine cannot answer.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Free ports (the pull request's, its merge base's), so that another demo on this
+# machine cannot answer.
+read -r port base_port < <(python3 -c 'import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*(x.getsockname()[1] for x in s))')
 
 # The user's repository: short profiles in the recipes' service contract.
 profile() { # NAME THRESHOLDS [PAIRED]
@@ -47,14 +51,14 @@ profile() { # NAME THRESHOLDS [PAIRED]
                   "steal": "100%", "memory_available": "0%" },
   "thresholds": { $2 },
   "service": { "command": ["sh", "-c", "\${PERFGATE_SERVICE_COMMAND}"],
-               "cwd": "\${PERFGATE_CANDIDATE_DIR:-.}", "env": { "PORT": "$port" } }$3
+               "cwd": "\${PERFGATE_CANDIDATE_DIR:-.}", "env": { "PORT": "$port" } }${3:-}
 }
 PROFILE
 }
-paired=', "paired": { "baseline": { "origin": "http://127.0.0.1:'$((port + 1))'",
+paired=', "paired": { "baseline": { "origin": "http://127.0.0.1:'$base_port'",
   "commit": "${PERFGATE_BASELINE_COMMIT:-}",
   "service": { "command": ["sh", "-c", "${PERFGATE_SERVICE_COMMAND}"],
-               "cwd": "${PERFGATE_BASELINE_DIR}", "env": { "PORT": "'$((port + 1))'" } } } }'
+               "cwd": "${PERFGATE_BASELINE_DIR}", "env": { "PORT": "'$base_port'" } } } }'
 new_workspace() {
   rm -rf "$gh/workspace" && mkdir -p "$gh/workspace"
   profile harness '"throughput": { "warn": "30%" }, "error_rate": { "max": "1%" }' >"$gh/workspace/harness.json"
