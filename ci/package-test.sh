@@ -4,7 +4,8 @@
 # minimal Debian 12 root (debootstrap --variant=minbase, no compiler) and there
 # runs --version, validate on the shipped example profile and a real run of it
 # against the embedded demo server, which must end in a verdict and a JUnit
-# file. Also lints the Dockerfile. Needs root (chroot, mount) and the network
+# file; then runs the GitHub action's steps there (ci/github-action-test.sh).
+# Also lints the Dockerfile and the GitHub files (ci/lint-github.sh). Needs root (chroot, mount) and the network
 # to deb.debian.org. debootstrap's root is made once and kept as a tarball in
 # $PERFGATE_DEBOOTSTRAP_CACHE (default build-package/debootstrap-cache) for
 # later calls; $PERFGATE_PACKAGE_BUILD is the build folder (build-package).
@@ -44,6 +45,9 @@ done
 
 stage "Dockerfile lint"
 bash ci/lint-dockerfile.sh
+
+stage "GitHub workflows and action: SchemaStore's schemas, actionlint"
+bash ci/lint-github.sh
 
 stage "fresh Debian 12 root (debootstrap --variant=minbase)"
 # debootstrap's root is made once and kept as a tarball in the cache folder (a
@@ -114,4 +118,7 @@ fi
 grep -Eq "^verdict: (PASS|WARN|FAIL)" "$root/tmp/run.out"
 xmllint --noout "$root/tmp/junit.xml"
 grep -q "<testsuite" "$root/tmp/junit.xml"
+
+stage "the GitHub action's steps in the root"
+bash ci/github-action-test.sh "$root" "$deb"
 stage "passed"

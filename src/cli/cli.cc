@@ -15,6 +15,7 @@
 #include "perfgate/core/exit_status.h"
 #include "perfgate/core/printable.h"
 #include "perfgate/core/stop_signal.h"
+#include "perfgate/report/github_annotations.h"
 
 namespace perfgate {
 namespace {
@@ -31,6 +32,13 @@ void install_stop_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+}
+
+// On GitHub Actions the error also becomes an annotation on the checks page:
+// the line on stderr is easy to miss in a long log.
+void annotate_error(const std::string& message) {
+  if (process_environment()("GITHUB_ACTIONS") == "true")
+    std::cout << github_command("error", "perfgate error", message) << std::flush;
 }
 
 // ${PERFGATE} in a profile is this very binary, so the demo profile can start
@@ -146,9 +154,15 @@ int run_cli(int argc, char** argv) {
   } catch (const ProfileError& e) {
     // Names, URLs and values in error lines come from the user: printed as they are,
     // an ESC or NUL in them would reach the terminal.
-    for (const auto& line : e.lines()) std::cerr << "perfgate: error: " << printable(line) << "\n";
+    std::string all;
+    for (const auto& line : e.lines()) {
+      std::cerr << "perfgate: error: " << printable(line) << "\n";
+      all += (all.empty() ? "" : "\n") + line;
+    }
+    annotate_error(all);
   } catch (const std::exception& e) {
     std::cerr << "perfgate: error: " << printable(e.what()) << "\n";
+    annotate_error(e.what());
   }
   return to_int(ExitStatus::kError);
 }

@@ -7,6 +7,7 @@
 
 #include "gate_pipeline.h"
 #include "perfgate/report/console_report.h"
+#include "perfgate/report/github_annotations.h"
 #include "perfgate/report/gitlab_report.h"
 #include "perfgate/report/json_report.h"
 #include "perfgate/report/junit_report.h"
@@ -135,6 +136,9 @@ Profile merged_profile(const MergedShards& merged) {
 void write_reports(const RunOptions& options, const OutputGuard& guard, const GateResult& r,
                    std::ostream* out) {
   if (out) *out << console_report(r);
+  // Errors are annotated where the CLI prints them, whatever failed.
+  if (out && r.ci.provider == "github" && r.verdict != Verdict::kError)
+    *out << github_annotations(r);
   write_file(guard, options.junit_path, "--junit", junit_report(r));
   if (!options.json_path.empty())
     write_file(guard, options.json_path, "--json", json_report(r).dump(2) + "\n");

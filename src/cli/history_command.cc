@@ -189,9 +189,11 @@ void register_compare(CommandSet& commands) {
   cmd->add_flag("--any-host", opt->any_host, "Take baselines from runs on any load machine");
   cmd->add_option("--junit", opt->junit_path, "Write a JUnit XML report here");
   cmd->add_option("--json", opt->json_path, "Write the JSON result here");
-  commands.add(cmd, [opt, run_id](const CommandContext&) {
+  commands.add(cmd, [opt, run_id](const CommandContext& ctx) {
     auto store = open_existing(opt->store_path, BaselineStore::Mode::kReadOnly);
     auto result = rejudge_run(store, *run_id, *opt);
+    // Annotations follow where it runs now, not where the stored run ran.
+    result.ci.provider = read_ci_context({}, ctx.env).provider;
     write_reports(*opt, result, &std::cout);
     return to_int(result.exit_code);
   });
