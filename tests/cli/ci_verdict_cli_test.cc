@@ -23,7 +23,7 @@ using testing::TempDir;
 constexpr const char* kProfile = R"({
   "name": "ci-verdict",
   "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
-  "load": { "threads": 1, "connections": 2, "duration": "300ms", "warmup": "0s" },
+  "load": { "threads": 1, "connections": 2, "duration": "500ms", "warmup": "0s" },
   "repeat": { "count": 2, "discard": 0 },
   "thresholds": { "throughput": { "warn": "90%", "fail": "99%" } },
   "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
@@ -67,7 +67,8 @@ class CiVerdictCliTest : public ::testing::Test {
   json result() { return json::parse(testing::read_file(dir_ / "result.json")); }
 
   bool has_note(const std::string& text) {
-    for (const auto& note : result()["notes"])
+    json notes = result()["notes"];  // a copy: the loop must not outlive result()'s value
+    for (const auto& note : notes)
       if (note.get<std::string>().find(text) != std::string::npos) return true;
     return false;
   }

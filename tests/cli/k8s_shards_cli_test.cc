@@ -73,8 +73,9 @@ class K8sShardsCliTest : public ::testing::Test {
         (doc["spec"].contains("completionMode") ? shards_job_ : merge_job_) = doc;
     ASSERT_TRUE(shards_job_.is_object());
     ASSERT_TRUE(merge_job_.is_object());
-    testing::write_file(dir_ / "profile" / "profile.json", kProfile);
+    fs::create_directories(dir_ / "profile");
     fs::create_directories(dir_ / "data");
+    testing::write_file(dir_ / "profile" / "profile.json", kProfile);
   }
 
   // The container's command with the volumes' mount points moved into the test's folder.

@@ -114,9 +114,10 @@ class FakeForge {
   static std::string query_value(const std::string& target, const std::string& name) {
     auto q = target.find('?');
     if (q == std::string::npos) return "";
-    auto at = target.find(name + "=", q);
+    auto at = target.find("?" + name + "=", q);
+    if (at == std::string::npos) at = target.find("&" + name + "=", q);
     if (at == std::string::npos) return "";
-    auto from = at + name.size() + 1;
+    auto from = at + name.size() + 2;
     return target.substr(from, target.find('&', from) - from);
   }
 
