@@ -118,7 +118,7 @@ TEST_F(CiVerdictCliTest, DefaultBranchRunBecomesTheBaselineAndThePullRequestIsJu
   EXPECT_TRUE(has_note("this run becomes the baseline"));
   auto pr = run(kGithubPullRequest);
   EXPECT_NE(pr.exit_code, 3) << pr.err;
-  EXPECT_FALSE(result()["baseline_run_id"].is_null()) << result();
+  EXPECT_EQ(result()["baseline"]["run_id"], 1) << result();
   EXPECT_FALSE(has_note("no comparable baseline on branch"));
 }
 
