@@ -122,6 +122,7 @@ struct CommandLine {
     register_history_command(commands);
     register_calibrate_command(commands);
     register_merge_command(commands);
+    register_comment_command(commands);
   }
 
   /// nullopt when parsed and a command should run; else the exit code.

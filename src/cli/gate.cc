@@ -54,13 +54,33 @@ GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures
   return assemble(profile, rec, judgement, selection);
 }
 
+// A pull/merge request with nothing to compare with would pass unjudged (a
+// hosted runner's new host fingerprint is enough): it warns instead, unless
+// the user said --no-baseline=pass.
+void warn_without_baseline(const RunOptions& options, const CiContext& ci, GateResult& r) {
+  if (r.baseline_run_id || !ci.change_request) return;
+  std::string why = "no comparable baseline on branch " + ci.baseline_branch +
+                    " (same profile hash and host fingerprint): this " +
+                    (ci.provider == "github" ? "pull" : "merge") + " request was not judged";
+  if (options.pass_without_baseline) {
+    r.notes.push_back(why + "; passing as --no-baseline=pass asks");
+    return;
+  }
+  r.notes.push_back(why + "; warn, not pass (--no-baseline=pass to let it pass)");
+  if (r.verdict == Verdict::kPass) {
+    r.verdict = Verdict::kWarn;
+    r.exit_code = ExitStatus::kWarn;
+  }
+}
+
 // The gate proper, for a run measured here or merged from shards: judge it
 // against its baseline, then store it with its verdict.
 GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStore>& store,
                            const Profile& profile, const BaselineSelection& selection,
                            RunRecord rec, const RunFigures& now) {
   GateResult r = judged(profile, rec, now, selection);
-  rec.verdict = r.verdict;
+  rec.verdict = r.verdict;  // as measured: a run that merely lacked a baseline may become one
+  warn_without_baseline(options, rec.ci, r);
   if (!options.record) {
     r.notes.push_back("not recorded (--no-record)");
     return r;
@@ -68,7 +88,7 @@ GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStor
   if (!store) store = BaselineStore::open(options.store_path);
   r.run_id = store->record(rec);
   r.recorded = true;
-  if (!r.baseline_run_id)
+  if (!r.baseline_run_id && !rec.ci.change_request)
     r.notes.push_back(rec.eligible_as_baseline()
                           ? "no baseline yet: this run becomes the baseline"
                           : "no baseline yet, and this run is not eligible to become one");
@@ -145,9 +165,13 @@ void write_reports(const RunOptions& options, const OutputGuard& guard, const Ga
   write_file(guard, options.gitlab_load_performance_path, "--gitlab-load-performance",
              gitlab_load_performance(r));
   write_file(guard, options.openmetrics_path, "--openmetrics", openmetrics(r));
-  if (!options.summary_path.empty()) {
+  // --summary does not turn the step summary off: a job page that shows
+  // nothing looks like a job that did nothing. Both get it, once each.
+  bool summary_is_step_summary = !options.summary_path.empty() && !r.ci.summary_path.empty() &&
+                                 same_output_file(options.summary_path, r.ci.summary_path);
+  if (!summary_is_step_summary)
     write_file(guard, options.summary_path, "--summary", markdown_report(r));
-  } else if (!r.ci.summary_path.empty()) {
+  if (!r.ci.summary_path.empty()) {
     // GitHub shows the step summary on the job page; it expects appends.
     guard.check(r.ci.summary_path, "GITHUB_STEP_SUMMARY");
     append_output_file(r.ci.summary_path, markdown_report(r));

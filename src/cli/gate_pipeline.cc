@@ -57,7 +57,7 @@ void GateRun::check_outputs() const {
     guard_.check(*path, flag);
     check_output_writable(*path, flag);
   }
-  if (options_.summary_path.empty()) guard_.check(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
+  guard_.check(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
   if (options_.record && !options_.shard) check_store_writable(options_.store_path);
 }
 

@@ -104,6 +104,10 @@ void OutputGuard::check(const fs::path& output, std::string_view flag) const {
                   p.path.string() + "); writing there would destroy it, choose another path");
 }
 
+bool same_output_file(const fs::path& a, const fs::path& b) {
+  return same_file(a, b);
+}
+
 void write_output_file(const fs::path& path, std::string_view text) {
   create_folder(path, "");
   TempFile temp(path);

@@ -42,6 +42,10 @@ void write_output_file(const std::filesystem::path& path, std::string_view text)
 void write_output_file(const std::filesystem::path& path,
                        const std::function<void(std::ostream&)>& produce);
 
+/// Whether `a` and `b` name the same file (a link to it, or the same path once
+/// resolved), whether or not it exists yet.
+bool same_output_file(const std::filesystem::path& a, const std::filesystem::path& b);
+
 /// Appends `text` to `path` (GitHub's step summary expects appends). Throws Error.
 void append_output_file(const std::filesystem::path& path, std::string_view text);
 

@@ -33,6 +33,13 @@ void add_gate_options(CLI::App* command, const std::shared_ptr<RunOptions>& opt)
   command->add_flag("--any-host", opt->any_host,
                     "Take baselines from runs on any load machine, not only matching ones");
   command->add_flag("!--no-record", opt->record, "Judge without storing this run");
+  command
+      ->add_option_function<std::string>(
+          "--no-baseline",
+          [opt](const std::string& v) { opt->pass_without_baseline = v == "pass"; },
+          "A pull/merge request run with no comparable baseline: warn (exit 2, the default) "
+          "or pass")
+      ->check(CLI::IsMember({"warn", "pass"}));
 }
 
 void register_run_command(CommandSet& commands) {

@@ -36,6 +36,9 @@ CiContext read_ci_context(const CiOverrides& flags, const EnvLookup& env) {
   if (ci.baseline_branch.empty()) ci.baseline_branch = ci.branch;
   ci.pipeline_id = first_set(env, {"GITHUB_RUN_ID", "CI_PIPELINE_ID"});
   ci.summary_path = first_set(env, {"GITHUB_STEP_SUMMARY"});
+  auto event = first_set(env, {"GITHUB_EVENT_NAME"});
+  ci.change_request = event == "pull_request" || event == "pull_request_target" ||
+                      !first_set(env, {"CI_MERGE_REQUEST_IID"}).empty();
   return ci;
 }
 

@@ -49,6 +49,7 @@ void register_report_command(CommandSet& commands);     // report_command.cc: re
 void register_history_command(CommandSet& commands);    // history, compare, accept, reject
 void register_calibrate_command(CommandSet& commands);  // calibrate_command.cc
 void register_merge_command(CommandSet& commands);      // merge_command.cc: shards into one run
+void register_comment_command(CommandSet& commands);    // comment_command.cc: sticky PR/MR comment
 
 struct RunOptions;
 /// The flags `run` and `merge` share: store, report files, CI context, baseline

@@ -36,6 +36,7 @@ struct RunOptions {
   bool any_host = false;                // --any-host: baselines from any load machine
   std::optional<ShardSpec> shard;       // --shard I/N: measure this share, write it for merge
   std::string start_at;                 // --start-at: begin the warm-up then (see parse_start_at)
+  bool pass_without_baseline = false;   // --no-baseline=pass: a PR/MR run with none passes
 };
 
 using WallTime = std::chrono::system_clock::time_point;
