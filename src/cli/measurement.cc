@@ -127,12 +127,12 @@ void log_placement(const Placement& placement) {
 
 // A service perfgate found rather than started is pinned only when the profile
 // names the cores itself; its threads get their own CPUs back at the end.
-std::optional<PinnedTrees> pin_watched(const Placement& placement, const ServiceSearch& found,
-                                       const ServiceProcess* started) {
+std::unique_ptr<PinnedTrees> pin_watched(const Placement& placement, const ServiceSearch& found,
+                                         const ServiceProcess* started) {
   if (started || !placement.pin_watched || !found.service || placement.service.empty())
-    return std::nullopt;
-  std::optional<PinnedTrees> pinned;
-  pinned.emplace(ProcReader("/"), found.service->roots, placement.service);
+    return nullptr;
+  auto pinned =
+      std::make_unique<PinnedTrees>(ProcReader("/"), found.service->roots, placement.service);
   spdlog::info("placement: {} threads of the watched service pinned to CPUs {} for the run",
                pinned->threads(), format_cpu_list(placement.service));
   return pinned;
