@@ -120,9 +120,10 @@ std::optional<Progress> make_progress(int windows, Nanos planned) {
       std::cerr, progress_style(isatty(STDERR_FILENO), process_environment()), windows, planned);
 }
 
-// Said once per run, with why: the placement is part of what was measured.
-void log_placement(const Placement& placement) {
-  spdlog::info("placement: {} ({})", placement.describe(), placement.how);
+// Said with why, once the target answered (an unreachable target stays a
+// one-line error): the placement is part of what was measured.
+void log_placement(const Placement& placement, spdlog::level::level_enum at) {
+  spdlog::log(at, "placement: {} ({})", placement.describe(), placement.how);
 }
 
 // A service perfgate found rather than started is pinned only when the profile
@@ -145,6 +146,7 @@ Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::at
   auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
   probe_target(profile.target, profile.load.timeout);
   log_service(profile, service, progress ? spdlog::level::info : spdlog::level::debug);
+  log_placement(placement, progress ? spdlog::level::info : spdlog::level::debug);
   wait_for_start(start_at, stop);
   spdlog::log(progress ? spdlog::level::info : spdlog::level::debug,
               "load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
@@ -307,7 +309,6 @@ Measurement measure_load(const Profile& profile, const std::atomic<bool>& stop,
   Measurement m;
   std::optional<std::string> death;
   auto placement = resolve_placement(profile);
-  log_placement(placement);
   {
     auto service = start_service(profile, stop, placement);
     LoadGuard guard(stop, service.get());
@@ -370,7 +371,6 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
   std::optional<std::string> death;
   // One placement for both sides: the candidate's profile decides it for the pair.
   auto placement = resolve_placement(candidate);
-  log_placement(placement);
   {
     auto baseline_service = start_service(baseline, stop, placement);
     auto candidate_service = start_service(candidate, stop, placement);
@@ -386,6 +386,7 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
     probe_target(baseline.target, baseline.load.timeout);
     probe_target(candidate.target, candidate.load.timeout);
     for (const auto& side : sides) log_service(side.profile, side.service, spdlog::level::info);
+    log_placement(placement, spdlog::level::info);
     auto pinned_base = pin_watched(placement, sides[0].service, baseline_service.get());
     auto pinned_cand = pin_watched(placement, sides[1].service, candidate_service.get());
     auto leg_length = candidate.load.duration + paired.leg_warmup;
