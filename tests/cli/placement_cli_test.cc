@@ -161,5 +161,45 @@ TEST_F(PlacementCliTest, PinnedAndUnpinnedRunsAreNotEachOthersBaseline) {
   EXPECT_TRUE(unpinned["baseline"].is_null()) << unpinned["baseline"];
 }
 
+// A service perfgate did not start is pinned only when the profile names the
+// CPUs, and gets its own CPUs back when the run ends.
+TEST_F(PlacementCliTest, AWatchedServiceIsPinnedForTheRunOnlyAndThenRestored) {
+  testing::DemoServerProcess server({"--work", "20us"});
+  pid_t service = 0;
+  for (pid_t child : children_of(getpid()))
+    if (cmdline_has(child, "demo-server")) service = child;
+  ASSERT_GT(service, 0);
+  auto before = thread_cpus(service);
+  testing::write_file(dir_ / "watched.json", R"({
+    "name": "watched", "target": { "url": ")" + server.url() +
+                                                 R"(" },
+    "load": { "threads": 1, "connections": 4, "duration": "300ms", "warmup": "200ms" },
+    "repeat": { "count": 3, "discard": 0 },
+    "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                    "steal": "100%", "memory_available": "0%" },
+    "placement": { "load": "1", "service": "0" } })");
+  std::atomic<bool> done{false};
+  std::set<std::string> during;
+  std::thread watcher([&] {
+    while (!done) {
+      for (const auto& cpus : thread_cpus(service)) during.insert(cpus);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  auto r = testing::run_command(
+      {testing::perfgate_binary(), "run", (dir_ / "watched.json").string(), "--store",
+       (dir_ / "w.db").string(), "--json", (dir_ / "watched-result.json").string()});
+  done = true;
+  watcher.join();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("threads of the watched service pinned to CPUs 0 for the run"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(during.count("0"), 1u);         // pinned while the load ran
+  EXPECT_EQ(thread_cpus(service), before);  // and given back
+  auto json = nlohmann::json::parse(testing::read_file(dir_ / "watched-result.json"));
+  EXPECT_EQ(json["host"]["placement"], "load 1, service 0");
+}
+
 }  // namespace
 }  // namespace perfgate
