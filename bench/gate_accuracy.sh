@@ -4,13 +4,17 @@
 # throughput loss and a +20 ms tail on 2 % of requests are caught, with the
 # DEFAULT thresholds and baseline settings, in stored-baseline mode and in paired mode.
 #
-# Usage: bench/gate_accuracy.sh            (about 35 minutes; not for CI)
+# Usage: bench/gate_accuracy.sh            (hours with the defaults; not for CI; see bench/README.md)
 #   PERFGATE=path/to/perfgate   use this binary (else: build BUILD_DIR, default build/)
-#   RUNS=20 SEED=5              judged runs per scenario, baseline runs seeded first
-#   SCENARIOS="aa loss tail paa ploss ptail"   which scenarios to run (p...: paired mode)
+#   RUNS=20 AA_RUNS=50 SEED=3   judged runs per scenario (A/A ones: AA_RUNS), baseline runs seeded first
+#   SCENARIOS="aa loss tail caa closs paa ploss ptail pcaa pcloss"   which scenarios (p...: paired mode)
+#   CONDITIONS="quiet noisy"    each scenario runs once per condition; noisy: a neighbour
+#                               process burns one core in random bursts of 0.5-3 s on, 0.5-3 s off
 #   BASE_DELAY=2ms              the unchanged service's delay per request
 #   LOSS_DELAY=2.25ms           the slower candidate's delay: -10 % throughput here (16 conns)
 #   TAIL_DELAY=20ms TAIL_EVERY=50   the tail added on top of BASE_DELAY (2 %)
+#   BASE_WORK=20us LOSS_WORK=22us   c...: a CPU-bound service (demo-server --work, no delay),
+#                               and its ~10 % costlier candidate
 #   THREADS=1 CONNECTIONS=16 DURATION=1s WARMUP=1s COUNT=6 DISCARD=1   the profile's shape
 #   PAIRED_COUNT=8 LEG_WARMUP=250ms   paired mode's pairs (7 kept: 6 is the least that can fail)
 #   OUT=dir                     keep every run's JSON and console output here
@@ -29,8 +33,12 @@ set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 RUNS="${RUNS:-20}"
-SEED="${SEED:-5}"
-SCENARIOS="${SCENARIOS:-aa loss tail paa ploss ptail}"
+AA_RUNS="${AA_RUNS:-50}"
+SEED="${SEED:-3}"
+SCENARIOS="${SCENARIOS:-aa loss tail caa closs paa ploss ptail pcaa pcloss}"
+CONDITIONS="${CONDITIONS:-quiet noisy}"
+BASE_WORK="${BASE_WORK:-20us}"
+LOSS_WORK="${LOSS_WORK:-22us}"
 BASE_DELAY="${BASE_DELAY:-2ms}"
 LOSS_DELAY="${LOSS_DELAY:-2.25ms}"
 TAIL_DELAY="${TAIL_DELAY:-20ms}"
@@ -79,12 +87,13 @@ cat >"$out/profile.json" <<EOF
   "repeat": { "count": $COUNT, "discard": $DISCARD },
   "service": {
     "command": ["\${PERFGATE}", "demo-server", "--port", "\${GA_PORT}", "--delay", "\${GA_DELAY}",
-                "--tail-delay", "\${GA_TAIL_DELAY}", "--tail-every", "\${GA_TAIL_EVERY}"],
+                "--tail-delay", "\${GA_TAIL_DELAY}", "--tail-every", "\${GA_TAIL_EVERY}",
+                "--work", "\${GA_WORK}"],
     "ready_url": "http://127.0.0.1:\${GA_PORT}/health"
   }
 }
 EOF
-GA_PORT="$port" GA_DELAY="$BASE_DELAY" GA_TAIL_DELAY=0s GA_TAIL_EVERY=0 "$PERFGATE" validate "$out/profile.json" >/dev/null || die "the generated profile is invalid"
+GA_PORT="$port" GA_DELAY="$BASE_DELAY" GA_TAIL_DELAY=0s GA_TAIL_EVERY=0 GA_WORK=0s "$PERFGATE" validate "$out/profile.json" >/dev/null || die "the generated profile is invalid"
 
 # Paired mode: the same target and load, the unchanged service beside it.
 cat >"$out/paired.json" <<EOF
@@ -97,14 +106,16 @@ cat >"$out/paired.json" <<EOF
   "repeat": { "count": $PAIRED_COUNT, "discard": $DISCARD },
   "service": {
     "command": ["\${PERFGATE}", "demo-server", "--port", "\${GA_PORT}", "--delay", "\${GA_DELAY}",
-                "--tail-delay", "\${GA_TAIL_DELAY}", "--tail-every", "\${GA_TAIL_EVERY}"],
+                "--tail-delay", "\${GA_TAIL_DELAY}", "--tail-every", "\${GA_TAIL_EVERY}",
+                "--work", "\${GA_WORK}"],
     "ready_url": "http://127.0.0.1:\${GA_PORT}/health"
   },
   "paired": {
     "baseline": {
       "origin": "http://127.0.0.1:\${GA_BASE_PORT}",
       "service": {
-        "command": ["\${PERFGATE}", "demo-server", "--port", "\${GA_BASE_PORT}", "--delay", "$BASE_DELAY"],
+        "command": ["\${PERFGATE}", "demo-server", "--port", "\${GA_BASE_PORT}", "--delay", "\${GA_BASE_DELAY}",
+                    "--work", "\${GA_BASE_WORK}"],
         "ready_url": "http://127.0.0.1:\${GA_BASE_PORT}/health"
       }
     },
@@ -112,27 +123,56 @@ cat >"$out/paired.json" <<EOF
   }
 }
 EOF
-GA_PORT="$port" GA_BASE_PORT="$base_port" GA_DELAY="$BASE_DELAY" GA_TAIL_DELAY=0s GA_TAIL_EVERY=0 "$PERFGATE" validate "$out/paired.json" >/dev/null || die "the generated paired profile is invalid"
+GA_PORT="$port" GA_BASE_PORT="$base_port" GA_DELAY="$BASE_DELAY" GA_TAIL_DELAY=0s GA_TAIL_EVERY=0 GA_WORK=0s \
+  GA_BASE_DELAY="$BASE_DELAY" GA_BASE_WORK=0s "$PERFGATE" validate "$out/paired.json" >/dev/null || die "the generated paired profile is invalid"
 fi
 
-# run_gate NAME STORE DELAY TAIL_DELAY TAIL_EVERY [FLAGS...]: one gate run; prints its exit code.
+# run_gate NAME STORE DELAY TAIL_DELAY TAIL_EVERY WORK [FLAGS...]: one gate run; prints its
+# exit code and keeps its wall time in NAME.secs. The paired baseline service is
+# the unchanged one of the scenario's kind: $unchanged_delay and $unchanged_work.
 run_gate() {
-  local name="$1" store="$2" delay="$3" tail="$4" every="$5"
-  shift 5
+  local name="$1" store="$2" delay="$3" tail="$4" every="$5" work="$6" code
+  shift 6
+  local t0="$EPOCHREALTIME"
   GA_PORT="$port" GA_BASE_PORT="$base_port" GA_DELAY="$delay" GA_TAIL_DELAY="$tail" \
-    GA_TAIL_EVERY="$every" "$PERFGATE" run "$out/${PROFILE_FILE:-profile.json}" --store "$store" --json "$out/$name.json" \
-    --branch main --commit "$name" "$@" >"$out/$name.out" 2>"$out/$name.err"
-  echo $?
+    GA_TAIL_EVERY="$every" GA_WORK="$work" GA_BASE_DELAY="$unchanged_delay" GA_BASE_WORK="$unchanged_work" \
+    "$PERFGATE" run "$out/${PROFILE_FILE:-profile.json}" --store "$store" --json "$out/$name.json" \
+    --branch main --commit "${name##*/}" "$@" >"$out/$name.out" 2>"$out/$name.err"
+  code=$?
+  python3 -c "print(f'{$EPOCHREALTIME - $t0:.2f}')" >"$out/$name.secs"
+  echo "$code"
 }
 
-# scenario NAME DELAY TAIL_DELAY TAIL_EVERY: seed the baseline, then the judged runs.
+# The noisy condition's neighbour: one core burned in random bursts of 0.5-3 s,
+# with pauses of 0.5-3 s, until stopped (by its PID).
+neighbour=""
+start_neighbour() {
+  python3 -c '
+import random, time
+while True:
+    end = time.monotonic() + random.uniform(0.5, 3)
+    while time.monotonic() < end:
+        pass
+    time.sleep(random.uniform(0.5, 3))
+' &
+  neighbour=$!
+}
+stop_neighbour() {
+  [ -n "$neighbour" ] || return 0
+  kill "$neighbour" 2>/dev/null
+  wait "$neighbour" 2>/dev/null
+  neighbour=""
+}
+trap stop_neighbour EXIT
+
+# scenario NAME DELAY TAIL_DELAY TAIL_EVERY WORK: seed the baseline, then the judged runs.
 scenario() {
-  local sc="$1" delay="$2" tail="$3" every="$4"
+  local sc="$1" delay="$2" tail="$3" every="$4" work="$5"
   local store="$out/$sc.db" accepted=0 tries=0 code
   rm -f "$store" "$store"-*
   while [ "$accepted" -lt "$SEED" ] && [ "$tries" -lt $((2 * SEED)) ]; do
     tries=$((tries + 1))
-    code="$(run_gate "$sc-seed$tries" "$store" "$BASE_DELAY" 0s 0)"
+    code="$(run_gate "$sc-seed$tries" "$store" "$unchanged_delay" 0s 0 "$unchanged_work")"
     local sat="true"
     [ -f "$out/$sc-seed$tries.json" ] && sat="$(jq -r '.saturation.saturated' "$out/$sc-seed$tries.json")"
     if { [ "$code" = 0 ] || [ "$code" = 2 ]; } && [ "$sat" = false ]; then
@@ -143,8 +183,9 @@ scenario() {
   done
   [ "$accepted" -ge "$SEED" ] || echo "gate_accuracy.sh: $sc: only $accepted of $SEED seed runs accepted" >&2
   echo "$accepted" >"$out/$sc.seeded"
-  for i in $(seq 1 "$RUNS"); do
-    code="$(run_gate "$sc-run$i" "$store" "$delay" "$tail" "$every" --no-record)"
+  echo "$runs" >"$out/$sc.runs"
+  for i in $(seq 1 "$runs"); do
+    code="$(run_gate "$sc-run$i" "$store" "$delay" "$tail" "$every" "$work" --no-record)"
     echo "$code" >"$out/$sc-run$i.code"
     printf '[%s] %-5s run %2d: exit %s  %s\n' "$(date +%T)" "$sc" "$i" "$code" \
       "$(jq -r '[.metrics.throughput_rps, .metrics.latency_p99_ms] |
@@ -153,14 +194,15 @@ scenario() {
   done
 }
 
-# paired_scenario NAME DELAY TAIL_DELAY TAIL_EVERY: RUNS paired runs, nothing to seed.
+# paired_scenario NAME DELAY TAIL_DELAY TAIL_EVERY WORK: RUNS paired runs, nothing to seed.
 paired_scenario() {
-  local sc="$1" delay="$2" tail="$3" every="$4" code
+  local sc="$1" delay="$2" tail="$3" every="$4" work="$5" code
   local store="$out/$sc.db"
   rm -f "$store" "$store"-*
   echo "-" >"$out/$sc.seeded"
-  for i in $(seq 1 "$RUNS"); do
-    code="$(PROFILE_FILE=paired.json run_gate "$sc-run$i" "$store" "$delay" "$tail" "$every")"
+  echo "$runs" >"$out/$sc.runs"
+  for i in $(seq 1 "$runs"); do
+    code="$(PROFILE_FILE=paired.json run_gate "$sc-run$i" "$store" "$delay" "$tail" "$every" "$work")"
     echo "$code" >"$out/$sc-run$i.code"
     printf '[%s] %-5s run %2d: exit %s  %s\n' "$(date +%T)" "$sc" "$i" "$code" \
       "$(jq -r '[.metrics.throughput_rps, .metrics.latency_p99_ms] |
@@ -178,31 +220,51 @@ load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 started="$(date -u +%Y-%m-%dT%H:%MZ)"
 # SUMMARY_ONLY=1 OUT=dir: print the table of an earlier run again, run nothing.
 [ "${SUMMARY_ONLY:-0}" = 1 ] && SCENARIOS_TO_RUN="" || SCENARIOS_TO_RUN="$SCENARIOS"
-for sc in $SCENARIOS_TO_RUN; do
-  case "$sc" in
-    aa) scenario aa "$BASE_DELAY" 0s 0 ;;
-    loss) scenario loss "$LOSS_DELAY" 0s 0 ;;
-    tail) scenario tail "$BASE_DELAY" "$TAIL_DELAY" "$TAIL_EVERY" ;;
-    paa) paired_scenario paa "$BASE_DELAY" 0s 0 ;;
-    ploss) paired_scenario ploss "$LOSS_DELAY" 0s 0 ;;
-    ptail) paired_scenario ptail "$BASE_DELAY" "$TAIL_DELAY" "$TAIL_EVERY" ;;
-    *) die "unknown scenario $sc (aa, loss, tail, paa, ploss, ptail)" ;;
-  esac
+[ -n "$SCENARIOS_TO_RUN" ] && for cond in $CONDITIONS; do
+  case "$cond" in quiet | noisy) ;; *) die "unknown condition $cond (quiet, noisy)" ;; esac
+  mkdir -p "$out/$cond"
+  for sc in $SCENARIOS_TO_RUN; do
+    # The unchanged service of the scenario's kind: I/O-bound (a delay) or CPU-bound (--work).
+    case "$sc" in
+      c* | pc*) unchanged_delay=0s unchanged_work="$BASE_WORK" ;;
+      *) unchanged_delay="$BASE_DELAY" unchanged_work=0s ;;
+    esac
+    case "$sc" in aa | caa | paa | pcaa) runs="$AA_RUNS" ;; *) runs="$RUNS" ;; esac
+    [ "$cond" = noisy ] && start_neighbour
+    case "$sc" in
+      aa) scenario "$cond/aa" "$BASE_DELAY" 0s 0 0s ;;
+      loss) scenario "$cond/loss" "$LOSS_DELAY" 0s 0 0s ;;
+      tail) scenario "$cond/tail" "$BASE_DELAY" "$TAIL_DELAY" "$TAIL_EVERY" 0s ;;
+      caa) scenario "$cond/caa" 0s 0s 0 "$BASE_WORK" ;;
+      closs) scenario "$cond/closs" 0s 0s 0 "$LOSS_WORK" ;;
+      paa) paired_scenario "$cond/paa" "$BASE_DELAY" 0s 0 0s ;;
+      ploss) paired_scenario "$cond/ploss" "$LOSS_DELAY" 0s 0 0s ;;
+      ptail) paired_scenario "$cond/ptail" "$BASE_DELAY" "$TAIL_DELAY" "$TAIL_EVERY" 0s ;;
+      pcaa) paired_scenario "$cond/pcaa" 0s 0s 0 "$BASE_WORK" ;;
+      pcloss) paired_scenario "$cond/pcloss" 0s 0s 0 "$LOSS_WORK" ;;
+      *) die "unknown scenario $sc (aa, loss, tail, caa, closs, paa, ploss, ptail, pcaa, pcloss)" ;;
+    esac
+    stop_neighbour
+  done
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-OUT_DIR="$out" RUNS="$RUNS" SCENARIOS="$SCENARIOS" python3 - <<'PY'
+OUT_DIR="$out" SCENARIOS="$SCENARIOS" CONDITIONS="$CONDITIONS" python3 - <<'PY'
 import json, os, statistics
 
-out, runs, scenarios = os.environ["OUT_DIR"], int(os.environ["RUNS"]), os.environ["SCENARIOS"].split()
-# scenario: (description, metric judged, target text, passes(count of fails on the metric, exit-1 count))
+out = os.environ["OUT_DIR"]
+scenarios, conditions = os.environ["SCENARIOS"].split(), os.environ["CONDITIONS"].split()
+# The issue's targets: A/A exit 1 at most 1 in 50; a loss caught (exit 1, on
+# throughput or the service's cost) and a tail caught (p99 fails) at least 19 in 20.
+aa = ("throughput_rps", "exit 1 <= 1 in 50", lambda f, e1, n: e1 * 50 <= n)
+loss = ("throughput_rps", "exit 1 >= 19 in 20", lambda f, e1, n: e1 * 20 >= 19 * n)
+tail = ("latency_p99_ms", "p99 fails >= 19 in 20", lambda f, e1, n: f * 20 >= 19 * n)
 spec = {
-    "aa": ("A/A, unchanged", "throughput_rps", "exit 1 <= 1 in 20", lambda f, e1: e1 * 20 <= runs),
-    "loss": ("-10% throughput", "throughput_rps", "fails >= 19 in 20", lambda f, e1: f * 20 >= 19 * runs),
-    "tail": ("+20ms on 2%", "latency_p99_ms", "p99 fails >= 19 in 20", lambda f, e1: f * 20 >= 19 * runs),
-    "paa": ("paired A/A", "throughput_rps", "exit 1 = 0 in 20", lambda f, e1: e1 == 0),
-    "ploss": ("paired -10% throughput", "throughput_rps", "fails >= 19 in 20", lambda f, e1: f * 20 >= 19 * runs),
-    "ptail": ("paired +20ms on 2%", "latency_p99_ms", "p99 fails >= 19 in 20", lambda f, e1: f * 20 >= 19 * runs),
+    "aa": ("A/A, unchanged", *aa), "loss": ("-10% throughput", *loss), "tail": ("+20ms on 2%", *tail),
+    "caa": ("CPU-bound A/A", *aa), "closs": ("CPU-bound, +10% work", *loss),
+    "paa": ("paired A/A", *aa), "ploss": ("paired -10% throughput", *loss),
+    "ptail": ("paired +20ms on 2%", *tail), "pcaa": ("paired CPU-bound A/A", *aa),
+    "pcloss": ("paired CPU-bound, +10% work", *loss),
 }
 
 def med(xs):
@@ -212,15 +274,27 @@ def med(xs):
 def fmt(x, spec="{:+.1f}%"):
     return "-" if x is None else spec.format(x)
 
+def number(path):
+    try:
+        return float(open(path).read().strip())
+    except (OSError, ValueError):
+        return None
+
 rows = []
-for sc in scenarios:
+for cond in conditions:
+  for sc in scenarios:
+    name = f"{cond}/{sc}"
+    if not os.path.exists(f"{out}/{name}.runs"):
+        continue
+    runs = int(open(f"{out}/{name}.runs").read())
     desc, metric, target, ok = spec[sc]
-    codes, sat, fails, past, sigpast, nobase, change, pval, base, now = [], 0, 0, 0, 0, 0, [], [], [], []
+    codes, sat, fails, past, sigpast, nobase, change, pval, base, now, secs = [], 0, 0, 0, 0, 0, [], [], [], [], []
     for i in range(1, runs + 1):
-        code = int(open(f"{out}/{sc}-run{i}.code").read().strip() or 3)
+        code = int(open(f"{out}/{name}-run{i}.code").read().strip() or 3)
         codes.append(code)
+        secs.append(number(f"{out}/{name}-run{i}.secs"))
         try:
-            r = json.load(open(f"{out}/{sc}-run{i}.json"))
+            r = json.load(open(f"{out}/{name}-run{i}.json"))
         except (OSError, ValueError):
             continue
         sat += bool(r.get("saturation", {}).get("saturated"))
@@ -238,30 +312,33 @@ for sc in scenarios:
         base.append(m.get("baseline"))
         now.append(m.get("value"))
     e = [codes.count(k) for k in range(4)]
-    seeded = open(f"{out}/{sc}.seeded").read().strip()
-    result = "PASS" if ok(fails, e[1]) else "MISS"
+    seeded = open(f"{out}/{name}.seeded").read().strip()
+    result = "PASS" if ok(fails, e[1], runs) else "MISS"
     if nobase == runs:
         result = "NO DATA (no baseline)"
     elif nobase or sat:
         result += f" ({nobase} no baseline, {sat} saturated)"
-    rows.append((desc, f"{runs}", seeded, *map(str, e), str(sat), metric, f"{fails}", f"{past}",
-                 f"{sigpast}", fmt(med(change)), fmt(med(pval), "{:.3g}"), target, result))
+    rows.append((cond, desc, f"{runs}", seeded, *map(str, e), str(sat), metric, f"{fails}", f"{past}",
+                 f"{sigpast}", fmt(med(change)), fmt(med(pval), "{:.3g}"), fmt(med(secs), "{:.1f}"),
+                 target, result))
     b, n = med(base), med(now)
-    if sc in ("loss", "ploss") and b is not None and n is not None:
-        print(f"measured throughput: baseline {b:.0f} req/s, candidate median {n:.0f} req/s "
+    if "loss" in sc and b is not None and n is not None:
+        print(f"{cond} {sc}: baseline {b:.0f} req/s, candidate median {n:.0f} req/s "
               f"({(n - b) / b * 100:+.1f}%)")
 
-head = ("scenario", "runs", "seed", "exit0", "exit1", "exit2", "exit3", "saturated", "metric",
-        "fails", "past limit", "sig+past", "median change", "median p", "target", "result")
+head = ("condition", "scenario", "runs", "seed", "exit0", "exit1", "exit2", "exit3", "saturated",
+        "metric", "fails", "past limit", "sig+past", "median change", "median p", "gate s",
+        "target", "result")
 table = [head] + rows
 widths = [max(len(r[i]) for r in table) for i in range(len(head))]
 for r in table:
-    print("  ".join(c.ljust(w) if i in (0, 8, 14, 15) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    print("  ".join(c.ljust(w) if i in (0, 1, 9, 16, 17) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
 print("seed = accepted baseline runs (saturated runs are never baselines); fails = runs whose metric's")
 print("verdict is fail; past limit = change past the fail limit; sig+past = past it and significant, i.e.")
 print("what would fail had the run not been saturated; median p = the larger of the iteration and")
 print("run-level tests' p-values (run-level only with >= 3 baseline runs); in paired mode, the")
-print("signed-rank test's on the pair-by-pair ratios (seed: none needed).")
-print("A/A false alarms count exit 1 from any metric.")
+print("signed-rank test's on the pair-by-pair ratios (seed: none needed); gate s = median wall time")
+print("of one gate (perfgate run, service start and stop included). A/A false alarms and caught")
+print("losses count exit 1 from any metric; noisy = a neighbour burning a core in random bursts.")
 PY
 [ "${SUMMARY_ONLY:-0}" = 1 ] || echo "started $started, $(nproc) cores, load average $load_before before and $load_after after; runs in $out"

@@ -305,6 +305,69 @@ TEST_F(PairedGateTest, InterruptedPairedRunIsStoredAsAbortedAndSaysSo) {
   EXPECT_EQ(result_json()["load"]["connections"], 8);
 }
 
+// A burst on one side of a pair: that pair is dropped and measured again, and
+// the candidate's verdict comes from undisturbed pairs only.
+TEST_F(PairedGateTest, APairDisturbedOnOneSideIsDroppedAndMeasuredAgain) {
+  options_.json_path = dir_ / "result.json";
+  auto calls = std::make_shared<int>(0);
+  auto cand = kPairs;
+  cand[3].responses = 100;  // would vote for a 90 % loss
+  cand[3].foreign_cpu_pct = 60;
+  cand[5].responses = 100;
+  cand[5].foreign_cpu_pct = 45;
+  fake_.script = [calls, cand](const Profile& p) {
+    bool base = p.target.url.find(":10") != std::string::npos;
+    if (p.repeat.count == 2) return testing::steady(2, 1000, 10ms);  // the redo, undisturbed
+    return base ? kPairs : cand;
+  };
+  std::ostringstream out;
+  EXPECT_EQ(run_gate(options_, no_env(), out, stop_, fake_.measurer()), ExitStatus::kPass);
+  EXPECT_EQ(*fake_.loads, 2);  // the run, then one redo of both disturbed pairs
+  auto json = result_json();
+  EXPECT_EQ(json["paired"]["pairs"], 8);
+  std::string notes = json["notes"].dump();
+  EXPECT_NE(notes.find("2 of 10 pairs dropped as disturbed"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("pair 4: foreign CPU 0% on the baseline side, 60% on the candidate side"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("2 measured again"), std::string::npos) << notes;
+}
+
+// Equal background load on both sides is not a disturbance: it blurs, it does not tip.
+TEST_F(PairedGateTest, EqualForeignLoadOnBothSidesStillVotes) {
+  auto busy = testing::steady(9, 1000, 10ms);
+  for (auto& w : busy) w.foreign_cpu_pct = 70;
+  EXPECT_EQ(paired(busy, busy), ExitStatus::kPass);
+  EXPECT_EQ(*fake_.loads, 1);
+}
+
+// Bursts that keep landing on one side: redos are bounded, then the run is
+// inconclusive (warn) with the reason, however the ratios look.
+TEST_F(PairedGateTest, PersistentDisturbanceEndsInconclusiveAfterTheRedos) {
+  options_.json_path = dir_ / "result.json";
+  auto cand = testing::steady(9, 300, 10ms);  // a real loss, but every pair disturbed
+  for (auto& w : cand) w.foreign_cpu_pct = 50;
+  EXPECT_EQ(paired(kPairs, cand), ExitStatus::kWarn);
+  EXPECT_EQ(*fake_.loads, 2);  // max_redos 3: one redo round of 3 pairs, all disturbed too
+  auto json = result_json();
+  std::string reasons = json["saturation"]["reasons"].dump();
+  EXPECT_NE(reasons.find("undisturbed pairs, 6 needed to ever fail"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("paired.max_redos 3"), std::string::npos) << reasons;
+}
+
+// A window without a response on one side (a stall) is dropped, not an error.
+TEST_F(PairedGateTest, AStalledWindowIsDroppedNotAnError) {
+  auto cand = kPairs;
+  cand[2].responses = 0;
+  fake_.script = [cand](const Profile& p) {
+    if (p.repeat.count == 1) return testing::steady(1, 1000, 10ms);
+    return p.target.url.find(":10") != std::string::npos ? kPairs : cand;
+  };
+  std::ostringstream out;
+  EXPECT_EQ(run_gate(options_, no_env(), out, stop_, fake_.measurer()), ExitStatus::kPass);
+  EXPECT_EQ(*fake_.loads, 2);
+}
+
 // ---- compare (a stored run judged again) -------------------------------------
 
 TEST_F(GateTest, CompareJudgesAStoredRunAgainWithTheSameVerdict) {

@@ -12,6 +12,7 @@
 #include "perfgate/cli/command.h"
 #include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
+#include "perfgate/host/placement.h"
 #include "perfgate/store/calibration.h"
 #include "store_access.h"
 
@@ -67,6 +68,7 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   }
   auto ci = read_ci_context(opt.ci, ctx.env);
   auto host = read_host_fingerprint();
+  record_placement(host, resolve_placement(profile));
   std::optional<BaselineStore> store;
   if (opt.record) store = BaselineStore::open(opt.store_path);
   std::vector<RunFigures> figures;

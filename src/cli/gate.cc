@@ -121,7 +121,7 @@ ExitStatus run_shard(const RunOptions& options, const Profile& whole, const EnvL
     auto started = Clock::now();
     auto start_at = start_time(options);
     gate.check_outputs();
-    auto host = measurer.host();
+    auto host = placed_host(measurer, profile);
     Measurement m = measurer.load(profile, stop, start_at);
     gate.loaded(m.load);
     if (m.aborted) throw Error("interrupted by a signal; the service was stopped");
@@ -234,7 +234,7 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     auto start_at = start_time(options);
     gate.check_outputs();
     auto store = open_store(options);
-    auto host = measurer.host();
+    auto host = placed_host(measurer, profile);
     auto doctor_warnings = preflight(profile);
     auto selection = choose_baseline(options, store, profile, gate.partial().ci, host);
     Measurement m = measurer.load(profile, stop, start_at);

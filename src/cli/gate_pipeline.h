@@ -17,6 +17,7 @@
 #include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
 #include "perfgate/host/host_fingerprint.h"
+#include "perfgate/host/placement.h"
 #include "perfgate/store/baseline.h"
 
 namespace perfgate {
@@ -29,7 +30,16 @@ struct Measurer {
   std::function<PairedMeasurement(const Profile&, const Profile&, const std::atomic<bool>&)>
       paired = measure_paired;
   std::function<HostFingerprint()> host = [] { return read_host_fingerprint(); };
+  std::function<Placement(const Profile&)> placement = resolve_placement;
 };
+
+/// The host's fingerprint with the run's placement in it: runs pinned another
+/// way are another series.
+inline HostFingerprint placed_host(const Measurer& measurer, const Profile& profile) {
+  HostFingerprint host = measurer.host();
+  record_placement(host, measurer.placement(profile));
+  return host;
+}
 
 /// A gate in progress: what it knows so far, so that a run that ends without a
 /// verdict still writes error reports that say as much as is known.

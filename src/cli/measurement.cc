@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "perfgate/cli/progress.h"
+#include "perfgate/host/placement.h"
 #include "perfgate/host/saturation.h"
 #include "perfgate/host/service_discovery.h"
 #include "perfgate/host/service_process.h"
@@ -20,11 +21,11 @@
 namespace perfgate {
 namespace {
 
-std::unique_ptr<ServiceProcess> start_service(const Profile& profile,
-                                              const std::atomic<bool>& stop) {
+std::unique_ptr<ServiceProcess> start_service(const Profile& profile, const std::atomic<bool>& stop,
+                                              const Placement& placement) {
   if (!profile.service || profile.service->command.empty()) return nullptr;  // only watched
   spdlog::info("starting service: {}", profile.service->command.front());
-  auto service = std::make_unique<ServiceProcess>(*profile.service);
+  auto service = std::make_unique<ServiceProcess>(*profile.service, placement.service);
   service->wait_ready(stop);  // a signal here ends the run before any load
   return service;
 }
@@ -119,13 +120,33 @@ std::optional<Progress> make_progress(int windows, Nanos planned) {
       std::cerr, progress_style(isatty(STDERR_FILENO), process_environment()), windows, planned);
 }
 
+// Said with why, once the target answered (an unreachable target stays a
+// one-line error): the placement is part of what was measured.
+void log_placement(const Placement& placement, spdlog::level::level_enum at) {
+  spdlog::log(at, "placement: {} ({})", placement.describe(), placement.how);
+}
+
+// A service perfgate found rather than started is pinned only when the profile
+// names the cores itself; its threads get their own CPUs back at the end.
+std::unique_ptr<PinnedTrees> pin_watched(const Placement& placement, const ServiceSearch& found,
+                                         const ServiceProcess* started) {
+  if (started || !placement.pin_watched || !found.service || placement.service.empty())
+    return nullptr;
+  auto pinned =
+      std::make_unique<PinnedTrees>(ProcReader("/"), found.service->roots, placement.service);
+  spdlog::info("placement: {} threads of the watched service pinned to CPUs {} for the run",
+               pinned->threads(), format_cpu_list(placement.service));
+  return pinned;
+}
+
 // One engine run of `plan` with the host sampled around it.
 Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::atomic<bool>& stop,
                      const ServiceSearch& service, std::optional<WallTime> start_at,
-                     Progress* progress) {
+                     Progress* progress, const Placement& placement) {
   auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
   probe_target(profile.target, profile.load.timeout);
   log_service(profile, service, progress ? spdlog::level::info : spdlog::level::debug);
+  log_placement(placement, progress ? spdlog::level::info : spdlog::level::debug);
   wait_for_start(start_at, stop);
   spdlog::log(progress ? spdlog::level::info : spdlog::level::debug,
               "load: {} engine, {} threads x {} connections, warmup {}, {} x {}", engine->name(),
@@ -142,6 +163,7 @@ Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::at
   // The engine reports each iteration right after its window closes: that moment,
   // less the window's length, is the window on the sampler's clock.
   std::vector<TimeWindow> windows;
+  ThreadCpusScope load_cpus(placement.load);  // the engine's threads inherit them
   m.load = engine->run(plan, stop, [&](const Iteration& it) {
     auto end = SteadyClock::now();
     auto wall_end = unix_ms(std::chrono::system_clock::now());
@@ -297,13 +319,16 @@ Measurement measure_load(const Profile& profile, const std::atomic<bool>& stop,
                          std::optional<WallTime> start_at) {
   Measurement m;
   std::optional<std::string> death;
+  auto placement = resolve_placement(profile);
   {
-    auto service = start_service(profile, stop);
+    auto service = start_service(profile, stop, placement);
     LoadGuard guard(stop, service.get());
     auto plan = plan_from_profile(profile);
+    auto found = attributed_service(profile, service.get());
+    auto pinned = pin_watched(placement, found, service.get());
     auto progress = make_progress(plan.iterations, plan.warmup + plan.duration * plan.iterations);
-    m = run_load(profile, plan, guard.stop(), attributed_service(profile, service.get()), start_at,
-                 progress ? &*progress : nullptr);
+    m = run_load(profile, plan, guard.stop(), found, start_at, progress ? &*progress : nullptr,
+                 placement);
     if (progress) progress->finish();
     death = guard.finish();
   }  // the service stops here, before judging and reporting
@@ -355,9 +380,11 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
   const PairedSpec& paired = candidate.paired.value();
   PairedMeasurement out;
   std::optional<std::string> death;
+  // One placement for both sides: the candidate's profile decides it for the pair.
+  auto placement = resolve_placement(candidate);
   {
-    auto baseline_service = start_service(baseline, stop);
-    auto candidate_service = start_service(candidate, stop);
+    auto baseline_service = start_service(baseline, stop, placement);
+    auto candidate_service = start_service(candidate, stop, placement);
     LoadGuard baseline_guard(stop, baseline_service.get());
     LoadGuard guard(baseline_guard.stop(), candidate_service.get());
     std::array<PairedSide, 2> sides = {
@@ -370,6 +397,9 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
     probe_target(baseline.target, baseline.load.timeout);
     probe_target(candidate.target, candidate.load.timeout);
     for (const auto& side : sides) log_service(side.profile, side.service, spdlog::level::info);
+    log_placement(placement, spdlog::level::info);
+    auto pinned_base = pin_watched(placement, sides[0].service, baseline_service.get());
+    auto pinned_cand = pin_watched(placement, sides[1].service, candidate_service.get());
     auto leg_length = candidate.load.duration + paired.leg_warmup;
     auto progress = make_progress(2 * pairs, 2 * candidate.load.warmup + 2 * pairs * leg_length);
     spdlog::info("paired: {} pairs of {} windows, baseline at {}, order A B, B A, ...", pairs,
@@ -382,7 +412,8 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
         plan.discard = 0;
         plan.warmup = side.out.load.iterations.empty() ? candidate.load.warmup : paired.leg_warmup;
         spdlog::debug("pair {}/{}: {} window", i + 1, pairs, side.name);
-        auto leg = run_load(side.profile, plan, guard.stop(), side.service, std::nullopt, nullptr);
+        auto leg = run_load(side.profile, plan, guard.stop(), side.service, std::nullopt, nullptr,
+                            placement);
         append_leg(side.out, std::move(leg), i, i < candidate.repeat.discard);
         if (progress && !side.out.load.iterations.empty()) {
           Iteration shown = side.out.load.iterations.back();

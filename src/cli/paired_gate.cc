@@ -2,12 +2,14 @@
 // build it replaces) measured in turns on this machine, judged on their
 // window-by-window ratios rather than against stored runs; both sides stored
 // under one pair key, neither ever a baseline of stored-baseline mode.
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <random>
 
 #include "gate_pipeline.h"
+#include "pair_screening.h"
 
 namespace perfgate {
 namespace {
@@ -71,6 +73,27 @@ PairedRecords paired_records(const Profile& profile, const Profile& base_profile
   return p;
 }
 
+// A redo's profile: `pairs` more pairs, none discarded.
+Profile redo_profile(Profile profile, int pairs) {
+  profile.repeat.count = pairs;
+  profile.repeat.discard = 0;
+  return profile;
+}
+
+// Disturbed pairs dropped and measured again; too few left to vote makes the
+// run inconclusive, as a saturated one is: warn, never a baseline.
+void apply_screening(const PairScreening& screening, int planned, PairedRecords& p,
+                     std::vector<std::string>& notes) {
+  if (screening.dropped == 0) return;
+  notes.push_back(screening.note(planned));
+  if (screening.inconclusive.empty()) return;
+  for (auto* rec : {&p.cand, &p.base}) {
+    rec->saturation.saturated = true;
+    rec->saturation.reasons.push_back(screening.inconclusive);
+  }
+  p.base.verdict = Verdict::kWarn;
+}
+
 // Both sides in one transaction: never half a pair.
 void record_pair(const RunOptions& options, std::optional<BaselineStore>& store, PairedRecords& p,
                  GateResult& r, PairedSummary& paired) {
@@ -98,13 +121,20 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
     auto started = Clock::now();
     gate.check_outputs();
     auto store = open_store(options);
-    auto host = measurer.host();
+    auto host = placed_host(measurer, profile);
     auto doctor_warnings = preflight(profile);
     Profile base_profile = paired_baseline_side(profile);
     auto m = measurer.paired(profile, base_profile, stop);
     gate.loaded(m.candidate.load);
     if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
+    auto screening = screen_pairs(m, *profile.paired, profile.baseline.confidence, [&](int pairs) {
+      spdlog::info("paired: measuring {} disturbed pairs again", pairs);
+      return measurer.paired(redo_profile(profile, pairs), redo_profile(base_profile, pairs), stop);
+    });
+    if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
     auto p = paired_records(profile, base_profile, m, gate.partial(), host);
+    std::vector<std::string> screening_notes;
+    apply_screening(screening, profile.repeat.count - profile.repeat.discard, p, screening_notes);
     RunFigures now = run_figures(p.cand.iterations, service_cpu(m.candidate.windows));
     BaselineSelection selection;
     selection.baseline = Baseline{{}, {}, {}};
@@ -125,6 +155,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
     r.notes.insert(r.notes.begin(), "paired with " + paired.baseline_url + ": " +
                                         std::to_string(paired.pairs) +
                                         " pairs of windows, in turns; judged on their ratios");
+    r.notes.insert(r.notes.end(), screening_notes.begin(), screening_notes.end());
     note_shared_load(p.cand.saturation, r.notes);
     r.paired = paired;
     r.host_summary = host_summary({&m.candidate, &m.baseline}, now.summary);

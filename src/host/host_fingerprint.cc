@@ -193,6 +193,10 @@ std::string HostFingerprint::key() const {
   // machine have no such field, so their keys are what they always were.
   if (auto it = fields.find("shards"); it != fields.end())
     identity += "shards=" + it->second + "\n";
+  // Pinned runs are their own series: where the service sits relative to the
+  // load threads sets the throughput level. Unpinned runs have no such field.
+  if (auto it = fields.find("placement"); it != fields.end())
+    identity += "placement=" + it->second + "\n";
   // SHA-256 rather than std::hash: keys are stored, so they must never change.
   return sha256_hex(identity).substr(0, 16);
 }

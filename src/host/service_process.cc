@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "perfgate/core/error.h"
+#include "perfgate/host/placement.h"
 
 namespace perfgate {
 namespace {
@@ -24,10 +26,20 @@ std::string in_quotes(const std::string& s) {
   return "\"" + s + "\"";
 }
 
+// Sent on the error pipe, negated, when the child cannot take its CPUs.
+constexpr int kPinFailed = -1;
+
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void exec_child(const ServiceSpec& spec, std::vector<char*>& argv, int error_fd) {
+[[noreturn]] void exec_child(const ServiceSpec& spec, std::vector<char*>& argv, int error_fd,
+                             const cpu_set_t* cpus) {
   setpgid(0, 0);                     // its own group, so stop() reaches its children too
   prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive perfgate, even after SIGKILL
+  // Before exec: the service's every process and thread inherits the CPUs.
+  if (cpus && sched_setaffinity(0, sizeof *cpus, cpus) != 0) {
+    int err = kPinFailed;
+    (void)!write(error_fd, &err, sizeof err);
+    _exit(127);
+  }
   if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) {
     int err = errno;
     (void)!write(error_fd, &err, sizeof err);
@@ -105,7 +117,7 @@ std::string describe_exit(int status) {
 
 }  // namespace
 
-ServiceProcess::ServiceProcess(const ServiceSpec& spec) : spec_(spec) {
+ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus) : spec_(spec) {
   if (spec_.command.empty()) throw Error("service.command: empty command");
   // The service's orphans (children of a shell that exited) become perfgate's
   // while it lives, so that stop() reaps them instead of waiting on an init
@@ -114,11 +126,12 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec) : spec_(spec) {
   std::vector<char*> argv;
   for (auto& arg : spec_.command) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  cpu_set_t cpu_set = to_cpu_set(cpus);  // built here: the child only makes the call
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("service: pipe: ") + strerror(errno));
   pid_ = fork();
   if (pid_ < 0) throw Error(std::string("service: fork: ") + strerror(errno));
-  if (pid_ == 0) exec_child(spec_, argv, fds[1]);
+  if (pid_ == 0) exec_child(spec_, argv, fds[1], cpus.empty() ? nullptr : &cpu_set);
   setpgid(pid_, pid_);  // also from the parent: stop() may come before the child runs
   close(fds[1]);
   // The pipe closes on a successful exec; otherwise the child sends errno.
@@ -128,6 +141,9 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec) : spec_(spec) {
   if (n == sizeof err) {
     waitpid(pid_, nullptr, 0);
     reaped_ = true;
+    if (err == kPinFailed)
+      throw Error("placement: cannot pin service " + in_quotes(spec_.command[0]) + " to CPUs " +
+                  format_cpu_list(cpus));
     throw Error("service.command: cannot start " + in_quotes(spec_.command[0]) + ": " +
                 strerror(err));
   }

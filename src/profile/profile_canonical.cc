@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "perfgate/core/cpu_list.h"
 #include "perfgate/core/sha256.h"
 
 namespace perfgate::profile_detail {
@@ -250,7 +251,16 @@ std::string redacted_profile_json(const Profile& p, const Doc& raw) {
     json baseline = {{"origin", redacted_url(p.paired->origin)}, {"commit", p.paired->commit}};
     if (p.paired->service) baseline["service"] = service_json(*p.paired->service);
     out["paired"] = {{"baseline", baseline}, {"leg_warmup", format_duration(p.paired->leg_warmup)}};
+    if (p.paired->max_redos != PairedSpec{}.max_redos)
+      out["paired"]["max_redos"] = p.paired->max_redos;
+    if (p.paired->disturbance_pct != PairedSpec{}.disturbance_pct)
+      out["paired"]["disturbance"] = percent_text(p.paired->disturbance_pct);
   }
+  // Written only when not the default, so that stored profiles of earlier runs read the same.
+  if (p.placement.mode == "off") out["placement"] = "off";
+  if (p.placement.mode == "fixed")
+    out["placement"] = {{"load", format_cpu_list(p.placement.load)},
+                        {"service", format_cpu_list(p.placement.service)}};
   return dump(out);
 }
 

@@ -7,10 +7,11 @@
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 12> kRootKeys = {
-    "$schema",    "name",    "description", "target",   "load",   "repeat",
-    "thresholds", "service", "saturation",  "baseline", "redact", "paired"};
-constexpr std::array<std::string_view, 2> kPairedKeys = {"baseline", "leg_warmup"};
+constexpr std::array<std::string_view, 13> kRootKeys = {
+    "$schema", "name",       "description", "target", "load",   "repeat",   "thresholds",
+    "service", "saturation", "baseline",    "redact", "paired", "placement"};
+constexpr std::array<std::string_view, 4> kPairedKeys = {"baseline", "leg_warmup", "max_redos",
+                                                         "disturbance"};
 constexpr std::array<std::string_view, 3> kPairedBaselineKeys = {"origin", "service", "commit"};
 constexpr std::array<std::string_view, 3> kBaselineKeys = {"window", "drift_window", "confidence"};
 constexpr std::array<std::string_view, 8> kLoadKeys = {
@@ -257,6 +258,8 @@ std::optional<PairedSpec> read_paired(const Section& root, const Profile& p) {
   s.reject_unknown(kPairedKeys);
   PairedSpec spec;
   spec.leg_warmup = s.duration("leg_warmup", true, kMaxWarmup).value_or(spec.leg_warmup);
+  spec.max_redos = s.integer("max_redos", 0, kMaxRepeats).value_or(spec.max_redos);
+  spec.disturbance_pct = s.percent("disturbance", 100).value_or(spec.disturbance_pct);
   int kept = p.repeat.count - p.repeat.discard;
   int needed = min_pairs(p.baseline.confidence);
   if (kept > 0 && kept < needed)
@@ -311,6 +314,7 @@ Profile read_profile(const Doc& doc, Problems& problems, const std::filesystem::
   profile.baseline = read_baseline(root);
   profile.redact = read_redact(root);
   profile.paired = read_paired(root, profile);
+  profile.placement = read_placement(root);
   return profile;
 }
 

@@ -24,6 +24,8 @@ std::vector<TargetSpec> read_requests(const Section& root, const TargetSpec& bas
 std::optional<std::string> name_problem(std::string_view name);
 std::optional<std::string> env_name_problem(std::string_view name);
 std::optional<std::string> header_name_problem(std::string_view name);
+/// `placement` (profile_placement.cc): "auto" when absent.
+PlacementSpec read_placement(const Section& root);
 /// An http:// or https:// URL at `key`, checked; "" when absent or wrong.
 std::string read_url(const Section& section, std::string_view key);
 

@@ -24,7 +24,8 @@ using testing::TempDir;
 // 9 pairs of 250 ms windows, the first discarded: 8 kept pairs, so that one
 // pair upset by this machine's noise cannot keep a 4x change from significance. No warm-up at all,
 // so that every response the candidate's server gave after perfgate's probes is one perfgate
-// counted. The saturation rules are off: this test is about pairing, not the host.
+// counted. The saturation rules are off, and so is the dropping of disturbed pairs (a redo
+// would add pairs): this test is about pairing, not the host.
 const char* kSaturationOff = R"({ "foreign_cpu": "100%", "generator_cpu": "100%",
     "cpu_pressure": "100%", "steal": "100%", "memory_available": "0%" })";
 
@@ -36,7 +37,7 @@ std::string paired_profile(const std::string& service = "", const std::string& b
   "load": { "threads": 1, "connections": 4, "duration": "250ms", "warmup": "0s" },
   "repeat": { "count": 9, "discard": 1 },
   "paired": { "baseline": { "origin": "http://127.0.0.1:${BASE_PORT}", "commit": "0ld" )" +
-         base_service + R"( }, "leg_warmup": "0s" },
+         base_service + R"( }, "leg_warmup": "0s", "disturbance": "100%" },
   "saturation": )" +
          saturation + R"(,
   "thresholds": {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 
+#include "perfgate/core/cpu_list.h"
 #include "perfgate/profile/profile.h"
 
 namespace perfgate {
@@ -14,8 +15,9 @@ namespace perfgate {
 /// A guardian process does the same if perfgate dies without stopping it.
 class ServiceProcess {
  public:
-  /// Starts `spec.command`; throws Error when it cannot be started.
-  explicit ServiceProcess(const ServiceSpec& spec);
+  /// Starts `spec.command`, on `cpus` when not empty (it and every process it
+  /// starts inherit them); throws Error when it cannot be started.
+  explicit ServiceProcess(const ServiceSpec& spec, const CpuList& cpus = {});
   ~ServiceProcess();
   ServiceProcess(const ServiceProcess&) = delete;
   ServiceProcess& operator=(const ServiceProcess&) = delete;

@@ -86,6 +86,19 @@ struct PairedSpec {
   std::optional<ServiceSpec> service;  // the baseline build, started or watched like `service`
   std::string commit;                  // the baseline build's commit, for the store; may be ""
   Nanos leg_warmup = std::chrono::milliseconds(250);  // after each switch, before the window
+  int max_redos = 3;  // disturbed pairs measured again, at most; then the run is inconclusive
+  // A pair whose sides' foreign CPU or steal (% of the host) differ by more is
+  // disturbed: a burst fell on one side. It is dropped, not voted.
+  double disturbance_pct = 15;
+};
+
+/// Which cores the load threads and the service run on (`placement` in the
+/// profile). "auto" splits the CPUs this process may use (see choose_placement);
+/// "off" leaves both to the scheduler; "fixed" takes the profile's two lists.
+struct PlacementSpec {
+  std::string mode = "auto";  // auto | off | fixed
+  std::vector<int> load;      // "fixed" only: CPU numbers
+  std::vector<int> service;
 };
 
 struct Profile {
@@ -102,6 +115,7 @@ struct Profile {
   BaselineSpec baseline;
   std::vector<std::string> redact;  // more header names whose values are never written
   std::optional<PairedSpec> paired;
+  PlacementSpec placement;
 
   /// SHA-256 (hex) of what changes results: target, load and repeat, before
   /// environment substitution (a rotated token or another port is the same test).
