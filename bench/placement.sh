@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Does pinning take the bimodality out of a CPU-bound service's runs? Runs the
 # same short profile against `perfgate demo-server --work` (a new service process
-# per run) with `placement: "off"` and with `"auto"`, interleaved run by run so
+# per run) with `placement: "off"` and pinned ($PINNED), interleaved run by run so
 # that a busy spell of the machine falls on both, and prints each run's
 # throughput and the distribution of each way.
 #
@@ -10,6 +10,7 @@
 #   RUNS=12                     runs each way
 #   WORK=20us THREADS=1 CONNECTIONS=20 DURATION=1s WARMUP=1s COUNT=3   the profile
 #   OUT=dir                     keep every run's JSON here
+#   PINNED='{"load": "1", "service": "0"}'   the pinned way's placement
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,7 +29,9 @@ out="${OUT:-$(mktemp -d /tmp/placement.XXXXXX)}"
 mkdir -p "$out"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
-for way in off auto; do
+PINNED="${PINNED:-{\"load\": \"1\", \"service\": \"0\"\}}"
+for way in off pinned; do
+  if [ "$way" = off ]; then placement='"off"'; else placement="$PINNED"; fi
   cat >"$out/$way.json" <<JSON
 {
   "name": "placement-$way",
@@ -38,14 +41,14 @@ for way in off auto; do
   "repeat": { "count": $COUNT, "discard": 0 },
   "service": { "command": ["\${PERFGATE}", "demo-server", "--port", "\${PL_PORT}", "--work", "$WORK"],
                "ready_url": "http://127.0.0.1:\${PL_PORT}/health" },
-  "placement": "$way"
+  "placement": $placement
 }
 JSON
 done
 
 echo "placement: $RUNS runs each way, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), results in $out" >&2
 for i in $(seq 1 "$RUNS"); do
-  for way in off auto; do
+  for way in off pinned; do
     PL_PORT="$port" "$PERFGATE" run "$out/$way.json" --store "$out/store.db" --no-record \
       --json "$out/$way-$i.json" >/dev/null 2>"$out/$way-$i.err"
     printf '%s %2d %s: %s req/s, placement %s\n' "$(date +%T)" "$i" "$way" \
@@ -58,7 +61,7 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 OUT_DIR="$out" RUNS="$RUNS" python3 - <<'PY'
 import json, os, statistics
 out, runs = os.environ["OUT_DIR"], int(os.environ["RUNS"])
-for way in ("off", "auto"):
+for way in ("off", "pinned"):
     xs = []
     for i in range(1, runs + 1):
         try:

@@ -26,14 +26,20 @@ PlacementSpec auto_spec() {
   return {};
 }
 
-TEST(PlacementTest, AutoOnTwoCoresPutsTheLoadOnTheSecondAndTheServiceOnTheFirst) {
-  auto p = choose_placement(auto_spec(), 1, {0, 1}, true);
-  EXPECT_EQ(p.load, (CpuList{1}));
-  EXPECT_EQ(p.service, (CpuList{0}));
-  EXPECT_EQ(p.describe(), "load 1, service 0");
+TEST(PlacementTest, AutoOnFourCoresPutsTheLoadOnTheLastAndTheServiceOnTheOthers) {
+  auto p = choose_placement(auto_spec(), 1, {0, 1, 2, 3}, true);
+  EXPECT_EQ(p.load, (CpuList{3}));
+  EXPECT_EQ(p.service, (CpuList{0, 1, 2}));
+  EXPECT_EQ(p.describe(), "load 3, service 0-2");
   EXPECT_FALSE(p.pin_watched);
-  // Two load threads on two cores still leave the service a core of its own.
-  EXPECT_EQ(choose_placement(auto_spec(), 2, {0, 1}, true).load, (CpuList{1}));
+}
+
+TEST(PlacementTest, AutoLeavesTwoOrThreeCoresToTheScheduler) {
+  for (const CpuList& allowed : {CpuList{0, 1}, CpuList{0, 1, 2}}) {
+    auto p = choose_placement(auto_spec(), 1, allowed, true);
+    EXPECT_FALSE(p.pinned()) << format_cpu_list(allowed);
+    EXPECT_NE(p.how.find("too few to split"), std::string::npos) << p.how;
+  }
 }
 
 TEST(PlacementTest, AutoGivesTheLoadAtMostHalfOfTheAllowedCpus) {
@@ -46,10 +52,10 @@ TEST(PlacementTest, AutoGivesTheLoadAtMostHalfOfTheAllowedCpus) {
 }
 
 TEST(PlacementTest, AutoHonoursTheAllowedSetRatherThanTheCoreCount) {
-  // A cpuset of cores 2 and 5 (a container's): only those are split.
-  auto p = choose_placement(auto_spec(), 1, {2, 5}, true);
-  EXPECT_EQ(p.load, (CpuList{5}));
-  EXPECT_EQ(p.service, (CpuList{2}));
+  // A cpuset of cores 2, 5, 6 and 9 (a container's): only those are split.
+  auto p = choose_placement(auto_spec(), 1, {2, 5, 6, 9}, true);
+  EXPECT_EQ(p.load, (CpuList{9}));
+  EXPECT_EQ(p.service, (CpuList{2, 5, 6}));
 }
 
 TEST(PlacementTest, AutoPinsNothingOnOneCoreOrForAServiceItDidNotStart) {
@@ -57,7 +63,7 @@ TEST(PlacementTest, AutoPinsNothingOnOneCoreOrForAServiceItDidNotStart) {
   EXPECT_FALSE(one.pinned());
   EXPECT_EQ(one.describe(), "off");
   EXPECT_NE(one.how.find("nothing to split"), std::string::npos);
-  auto watched = choose_placement(auto_spec(), 1, {0, 1}, false);
+  auto watched = choose_placement(auto_spec(), 1, {0, 1, 2, 3}, false);
   EXPECT_FALSE(watched.pinned());
   EXPECT_NE(watched.how.find("does not start the service"), std::string::npos);
 }
@@ -94,7 +100,7 @@ TEST(PlacementTest, RecordedInTheFingerprintKeyOnlyWhenPinned) {
   record_placement(host, Placement{});
   EXPECT_EQ(host.key(), unpinned);  // earlier runs keep their series
   HostFingerprint a = host, b = host;
-  record_placement(a, choose_placement(auto_spec(), 1, {0, 1}, true));
+  record_placement(a, choose_placement(PlacementSpec{"fixed", {1}, {0}}, 1, {0, 1}, true));
   record_placement(b, Placement{{0}, {1}, true, ""});
   EXPECT_EQ(a.fields["placement"], "load 1, service 0");
   EXPECT_NE(a.key(), unpinned);

@@ -31,6 +31,13 @@ Placement auto_placement(int load_threads, const CpuList& allowed, bool services
     p.how = "auto: " + cpus + ", nothing to split";
     return p;
   }
+  if (n < 4) {
+    // Measured on 2 cores with a busy neighbour: pinned runs made 4-9x fewer
+    // requests, each handoff waiting on the other core's neighbour. Small hosts
+    // are left to the scheduler unless the profile names the CPUs.
+    p.how = "auto: " + cpus + ", too few to split safely; name the CPUs to pin";
+    return p;
+  }
   if (!services_started) {
     // A service perfgate did not start is left as it is unless the profile
     // asks; the load alone pinned would only take cores from it.
