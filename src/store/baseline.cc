@@ -1,6 +1,8 @@
 #include "perfgate/store/baseline.h"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
+#include <chrono>
 
 #include "perfgate/core/error.h"
 #include "perfgate/host/host_sampler.h"
@@ -41,11 +43,24 @@ void explain_no_baseline(BaselineStore& store, const BaselineQuery& query,
   if (query.host_key.empty()) return;
   BaselineQuery any_host = query;
   any_host.host_key.clear();
-  if (store.eligible_runs(any_host, 1).empty()) return;
+  if (store.eligible_runs(any_host, 1, BaselineStore::Depth::kHeader).empty()) return;
   notes.push_back("no baseline from this host (fingerprint " + query.host_key +
                   "): " + profile_of(query) +
                   " has runs from other hosts only; --any-host compares " + "with them");
 }
+
+// How long choosing took, at debug level: bench/store_scale.sh reads it, since a
+// run's choice is made among everything else it does before the load.
+class SelectionTimer {
+ public:
+  ~SelectionTimer() {
+    std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - started_;
+    spdlog::debug("baseline selected in {:.1f} ms", took.count());
+  }
+
+ private:
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
 
 }  // namespace
 
@@ -81,6 +96,7 @@ Baseline pool_runs(const std::vector<RunRecord>& runs) {
 
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy) {
+  SelectionTimer timer;
   BaselineSelection s;
   if (policy.pinned_run) {
     s.baseline = pinned_baseline(store, query, *policy.pinned_run, s.notes);
@@ -88,12 +104,15 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   }
   auto window = static_cast<size_t>(std::max(policy.window, 1));
   auto drift_back = static_cast<size_t>(std::max(policy.drift_window, 0));
-  auto runs = store.eligible_runs(query, static_cast<int>(window + drift_back));
+  // Headers first: only the runs pooled below need their iterations read.
+  auto runs = store.eligible_runs(query, static_cast<int>(window + drift_back),
+                                  BaselineStore::Depth::kHeader);
   if (runs.empty()) {
     explain_no_baseline(store, query, s.notes);
     return s;
   }
   std::vector<RunRecord> recent(runs.begin(), runs.begin() + std::min(window, runs.size()));
+  store.load_details(recent);
   s.baseline = pool_runs(recent);
   // The drift reference must not overlap the baseline: with a short history it is
   // the oldest window that does not, and none until there are two windows' worth.
@@ -101,6 +120,7 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
     size_t start = std::min(drift_back, runs.size() - window);
     std::vector<RunRecord> old(runs.begin() + static_cast<std::ptrdiff_t>(start),
                                runs.begin() + static_cast<std::ptrdiff_t>(start + window));
+    store.load_details(old);
     s.drift_reference = pool_runs(old);
   }
   return s;
