@@ -251,6 +251,8 @@ std::string redacted_profile_json(const Profile& p, const Doc& raw) {
     if (p.paired->service) baseline["service"] = service_json(*p.paired->service);
     out["paired"] = {{"baseline", baseline}, {"leg_warmup", format_duration(p.paired->leg_warmup)}};
   }
+  // Only when set, so that the stored profiles of earlier runs read the same.
+  if (p.keep_raw_samples) out["store"] = {{"raw_samples", "always"}};
   return dump(out);
 }
 
