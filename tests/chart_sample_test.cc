@@ -39,7 +39,9 @@ TEST(ChartSample, ALongOneKeepsEveryFailedAndSaturatedRunTheEndsAndTheBaseline) 
   std::vector<bool> in(history.size());
   for (size_t i : picked) in[i] = true;
   for (size_t i = 0; i < history.size(); ++i)
-    if (always_charted(history[i])) EXPECT_TRUE(in[i]) << "run " << history[i].id;
+    if (always_charted(history[i])) {
+      EXPECT_TRUE(in[i]) << "run " << history[i].id;
+    }
   EXPECT_TRUE(in.front());
   EXPECT_TRUE(in.back());
   EXPECT_TRUE(in[4321]);

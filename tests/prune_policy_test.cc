@@ -64,7 +64,7 @@ TEST(PrunePolicy, APrunedStoreChoosesTheSameBaselinesAsTheWholeOne) {
   fs::copy_file(whole_path, pruned_path);
   auto whole = BaselineStore::open(whole_path);
   auto pruned = BaselineStore::open(pruned_path);
-  auto result = prune_by_policy(pruned, {3});
+  auto result = prune_by_policy(pruned, {3, std::nullopt});
   EXPECT_GT(result.deleted, 30);
   EXPECT_EQ(result.kept + result.deleted, 120);
   EXPECT_EQ(structural_problems(pruned), std::vector<std::string>{});
@@ -101,7 +101,7 @@ TEST(PrunePolicy, ANewRunIsJudgedAgainstTheSameRunsAfterPruning) {
   fs::copy_file(whole_path, pruned_path);
   auto whole = BaselineStore::open(whole_path);
   auto pruned = BaselineStore::open(pruned_path);
-  prune_by_policy(pruned, {0});
+  prune_by_policy(pruned, {0, std::nullopt});
   auto next = synthetic_run(29, 990, 2.1);
   next.profile_json = kProfile;
   auto id_whole = whole.record(next), id_pruned = pruned.record(next);
@@ -126,7 +126,7 @@ TEST(PrunePolicy, AStorePrunedToASizeFitsAndJudgesTheNextRunAsTheWholeOne) {
   fs::copy_file(whole_path, pruned_path);
   auto whole = BaselineStore::open(whole_path);
   auto pruned = BaselineStore::open(pruned_path);
-  auto by_policy_only = prune_by_policy(pruned, {1000});
+  auto by_policy_only = prune_by_policy(pruned, {1000, std::nullopt});
   EXPECT_EQ(by_policy_only.deleted, 0);  // every run is among the newest 1000
   auto vacuumed = prune_by_policy(pruned, {1000, int64_t{1} << 40});
   ASSERT_GT(vacuumed.bytes, 0);

@@ -188,8 +188,9 @@ TEST_F(StoreCliTest, TheProfileAsksForEveryRunsRawSamples) {
             2);
   exported = perfgate({"store", "export", "--store", flagged_only.string()});
   auto line = nlohmann::json::parse(exported.out.substr(0, exported.out.find('\n')));
-  if (!line["saturation"]["saturated"].get<bool>() && line["saturation"]["shared"].empty())
+  if (!line["saturation"]["saturated"].get<bool>() && line["saturation"]["shared"].empty()) {
     EXPECT_TRUE(exported_samples(exported).empty()) << exported.out;
+  }
 
   auto bad = nlohmann::json::parse(kShortProfile);
   bad["store"] = {{"raw_samples", "sometimes"}};
