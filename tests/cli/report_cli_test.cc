@@ -63,7 +63,7 @@ testing::CommandResult chromium(const testing::TempDir& profile, std::vector<std
 TEST(ReportCliTest, ALongHistoryIsChartedWholeWithEveryFailedAndSaturatedRun) {
   testing::TempDir dir;
   fs::path path = dir / "perfgate.db";
-  constexpr int kLong = 1500;
+  constexpr int kLong = 600;
   std::vector<int64_t> marked;
   {
     auto store = BaselineStore::open(path);
@@ -81,7 +81,7 @@ TEST(ReportCliTest, ALongHistoryIsChartedWholeWithEveryFailedAndSaturatedRun) {
   auto report = testing::run_command(
       {testing::perfgate_binary(), "report", "--html", html.string(), "--store", path.string()});
   ASSERT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_NE(report.out.find("1500 runs"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("600 runs"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("charted"), std::string::npos) << report.out;
   std::string text = testing::read_file(html);
   EXPECT_LT(text.size(), 2'000'000u);
