@@ -3,9 +3,11 @@
 # profile (1 thread x 20 connections, 3 x 1 s windows, 250 ms host samples),
 # exports it, makes N copies of it that differ only in commit, pipeline,
 # branch and date, imports them into a fresh store and reports:
-#   bytes a run, `store import` wall time and peak RSS, and the wall time
-#   (process start included, median of several calls) of `compare` (which
-#   selects the run's baselines), `history --limit 20` and `report --html`.
+#   bytes a run, `store import` wall time and peak RSS, the wall and CPU
+#   (user + sys) times (process start included, median of several calls) of
+#   `compare` (which selects the run's baselines), `history --limit 20` and
+#   `report --html` (the whole history), and the time baseline selection itself
+#   takes (select_baseline(), as a `run` calls it before its load).
 #
 #   bench/store_scale.sh                      # 10,000 runs
 #   bench/store_scale.sh -n 100000            # 100,000 runs
@@ -91,17 +93,28 @@ for i in range(int(sys.argv[2])):
 PY
 }
 
-# Median wall time in ms of a command, process start included.
+# Median wall time and median CPU time (user + sys) in ms of a command, process
+# start included, as "WALL CPU": on a shared machine the CPU time is the steadier figure.
 median_ms() {
-  local times=()
+  local walls=() cpus=()
   for ((i = 0; i < repeats; ++i)); do
-    local t0 t1
-    t0=$(date +%s%N)
-    "$@" >/dev/null 2>&1 || true
-    t1=$(date +%s%N)
-    times+=($(((t1 - t0) / 1000000)))
+    /usr/bin/time -f "%e %U %S" -o "$work/time.txt" "$@" >/dev/null 2>&1 || true
+    read -r wall user sys <"$work/time.txt" < <(tail -1 "$work/time.txt")
+    walls+=("$(awk -v w="$wall" 'BEGIN { printf "%d", w * 1000 }')")
+    cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%d", (u + s) * 1000 }')")
   done
-  printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((repeats + 1) / 2))p"
+  local mid=$(((repeats + 1) / 2))
+  echo "$(printf '%s\n' "${walls[@]}" | sort -n | sed -n "${mid}p") $(printf '%s\n' "${cpus[@]}" | sort -n | sed -n "${mid}p")"
+}
+
+# Median time select_baseline() took inside `compare` (its debug line): the same
+# choice a `run` makes before its load, among the run's many other steps.
+select_ms() {
+  local took=()
+  for ((i = 0; i < repeats; ++i)); do
+    took+=("$("$@" --log-level debug 2>&1 >/dev/null | sed -n 's/.*baseline selected in \([0-9.]*\) ms.*/\1/p' | head -1)")
+  done
+  printf '%s\n' "${took[@]}" | sort -n | sed -n "$(((repeats + 1) / 2))p"
 }
 
 rows=()
@@ -119,16 +132,19 @@ for n in "${sizes[@]}"; do
   bytes=$(stat -c %s "$db")
   last=$("$perfgate" history --store "$db" --limit 1 --json | python3 -c \
     'import json,sys; print(json.load(sys.stdin)[0]["run_id"])')
-  compare_ms=$(median_ms "$perfgate" compare "$last" --store "$db")
-  history_ms=$(median_ms "$perfgate" history --store "$db" --limit 20)
-  report_ms=$(median_ms "$perfgate" report --store "$db" --html "$work/report.html")
+  read -r compare_ms compare_cpu < <(median_ms "$perfgate" compare "$last" --store "$db")
+  select=$(select_ms "$perfgate" compare "$last" --store "$db")
+  read -r history_ms history_cpu < <(median_ms "$perfgate" history --store "$db" --limit 20)
+  read -r report_ms report_cpu < <(median_ms "$perfgate" report --store "$db" --html "$work/report.html")
   report_kib=$(($(stat -c %s "$work/report.html") / 1024))
-  rows+=("$(printf '%8d %9d %9d %10s %10d %9d %9d %9d %10d' "$n" "$bytes" $((bytes / n)) \
-    "$wall" $((rss_kib / 1024)) "$compare_ms" "$history_ms" "$report_ms" "$report_kib")")
+  rows+=("$(printf '%8d %9d %6d %8s %6d %11s %7s %11s %11s %7d' "$n" "$bytes" $((bytes / n)) \
+    "$wall" $((rss_kib / 1024)) "$compare_ms/$compare_cpu" "${select:--}" \
+    "$history_ms/$history_cpu" "$report_ms/$report_cpu" "$report_kib")")
 done
 
 echo
-printf '%8s %9s %9s %10s %10s %9s %9s %9s %10s\n' runs bytes B/run import import compare \
-  history report report
-printf '%8s %9s %9s %10s %10s %9s %9s %9s %10s\n' "" "" "" wall "RSS MiB" ms ms ms KiB
+printf '%8s %9s %6s %8s %6s %11s %7s %11s %11s %7s\n' runs bytes B/run import import \
+  compare select history report report
+printf '%8s %9s %6s %8s %6s %11s %7s %11s %11s %7s\n' "" "" "" wall "MiB" "ms wall/cpu" ms \
+  "ms wall/cpu" "ms wall/cpu" KiB
 printf '%s\n' "${rows[@]}"

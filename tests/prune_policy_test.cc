@@ -64,7 +64,7 @@ TEST(PrunePolicy, APrunedStoreChoosesTheSameBaselinesAsTheWholeOne) {
   fs::copy_file(whole_path, pruned_path);
   auto whole = BaselineStore::open(whole_path);
   auto pruned = BaselineStore::open(pruned_path);
-  auto result = prune_by_policy(pruned, {3});
+  auto result = prune_by_policy(pruned, {3, std::nullopt});
   EXPECT_GT(result.deleted, 30);
   EXPECT_EQ(result.kept + result.deleted, 120);
   EXPECT_EQ(structural_problems(pruned), std::vector<std::string>{});
@@ -101,7 +101,7 @@ TEST(PrunePolicy, ANewRunIsJudgedAgainstTheSameRunsAfterPruning) {
   fs::copy_file(whole_path, pruned_path);
   auto whole = BaselineStore::open(whole_path);
   auto pruned = BaselineStore::open(pruned_path);
-  prune_by_policy(pruned, {0});
+  prune_by_policy(pruned, {0, std::nullopt});
   auto next = synthetic_run(29, 990, 2.1);
   next.profile_json = kProfile;
   auto id_whole = whole.record(next), id_pruned = pruned.record(next);
@@ -112,6 +112,70 @@ TEST(PrunePolicy, ANewRunIsJudgedAgainstTheSameRunsAfterPruning) {
   ASSERT_TRUE(a.baseline);
   EXPECT_EQ(ids(a.baseline), ids(b.baseline));
   EXPECT_EQ(ids(a.drift_reference), ids(b.drift_reference));
+}
+
+// A store that must fit a size loses the oldest runs judging does not need, and
+// still judges the next run exactly as the whole one does.
+TEST(PrunePolicy, AStorePrunedToASizeFitsAndJudgesTheNextRunAsTheWholeOne) {
+  TempDir dir;
+  auto whole_path = dir / "whole.db", pruned_path = dir / "pruned.db";
+  {
+    auto store = BaselineStore::open(whole_path);
+    fill(store);
+  }
+  fs::copy_file(whole_path, pruned_path);
+  auto whole = BaselineStore::open(whole_path);
+  auto pruned = BaselineStore::open(pruned_path);
+  auto by_policy_only = prune_by_policy(pruned, {1000, std::nullopt});
+  EXPECT_EQ(by_policy_only.deleted, 0);  // every run is among the newest 1000
+  auto vacuumed = prune_by_policy(pruned, {1000, int64_t{1} << 40});
+  ASSERT_GT(vacuumed.bytes, 0);
+  int64_t limit = vacuumed.bytes * 3 / 4;
+  auto result = prune_by_policy(pruned, {1000, limit});
+  EXPECT_GT(result.deleted, 0);
+  EXPECT_FALSE(result.over_size);
+  EXPECT_LE(result.bytes, limit);
+  EXPECT_LE(static_cast<int64_t>(fs::file_size(pruned_path)), limit);
+  EXPECT_EQ(structural_problems(pruned), std::vector<std::string>{});
+  EXPECT_TRUE(pruned.run(40));  // accepted
+  EXPECT_NE(pruned_summary(pruned).find("size"), std::string::npos) << pruned_summary(pruned);
+
+  auto next = synthetic_run(29, 990, 2.1);
+  next.profile_json = kProfile;
+  auto id = whole.record(next);
+  EXPECT_EQ(pruned.record(next), id);
+  for (const auto& host : {std::string(), next.host.key()}) {
+    BaselineQuery query{"hello", next.profile_hash, "main", host, id};
+    auto a = select_baseline(whole, query, {3, 6, std::nullopt});
+    auto b = select_baseline(pruned, query, {3, 6, std::nullopt});
+    ASSERT_TRUE(a.baseline);
+    EXPECT_EQ(ids(a.baseline), ids(b.baseline));
+    EXPECT_EQ(ids(a.drift_reference), ids(b.drift_reference));
+    EXPECT_EQ(a.baseline->sample.pooled.summary, b.baseline->sample.pooled.summary);
+  }
+}
+
+// What judging needs stays even when it alone is bigger than the size asked for.
+TEST(PrunePolicy, ASizeTooSmallKeepsWhatJudgingNeedsAndSaysSo) {
+  TempDir dir;
+  auto store = BaselineStore::open(dir / "store.db");
+  fill(store);
+  auto result = prune_by_policy(store, {0, 1});
+  EXPECT_TRUE(result.over_size);
+  EXPECT_GT(result.kept, 0);
+  EXPECT_TRUE(store.run(40));
+  EXPECT_TRUE(store.run(120));  // the newest: ids are never given twice
+}
+
+TEST(PrunePolicy, ParsesByteSizes) {
+  EXPECT_EQ(parse_byte_size("50MB"), 50'000'000);
+  EXPECT_EQ(parse_byte_size("1.5GiB"), int64_t{3} << 29);
+  EXPECT_EQ(parse_byte_size("800kB"), 800'000);
+  EXPECT_EQ(parse_byte_size("2MiB"), 2 << 20);
+  EXPECT_EQ(parse_byte_size("4096"), 4096);
+  EXPECT_EQ(parse_byte_size("4096B"), 4096);
+  for (const char* bad : {"", "MB", "-5MB", "0", "1.2.3MB", "50 MB", "50TB", "."})
+    EXPECT_FALSE(parse_byte_size(bad)) << bad;
 }
 
 }  // namespace

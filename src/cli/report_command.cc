@@ -9,8 +9,11 @@
 #include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
 #include "perfgate/report/benchmark_export.h"
+#include "perfgate/report/chart_sample.h"
 #include "perfgate/report/html_report.h"
 #include "perfgate/store/baseline_store.h"
+#include "perfgate/store/store_maintenance.h"
+#include "perfgate/store/stored_run.h"
 #include "store_access.h"
 
 namespace perfgate {
@@ -18,12 +21,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Runs a chart draws besides every failed and saturated one: enough to show the
+// trend, few enough that the page of a long history stays a couple of MB at most.
+constexpr size_t kChartedRuns = 400;
+
 struct ReportOptions {
   fs::path html_path;
   fs::path store_path = kDefaultStorePath;
   std::string profile;  // empty = the latest run's profile
   std::string branch;   // empty = every branch
-  int limit = 200;
+  int limit = 0;        // 0 = the whole history
 };
 
 struct ExportOptions {
@@ -53,29 +60,53 @@ std::vector<RunRecord> newest_first(BaselineStore& store, const std::string& pro
   return runs;
 }
 
-// One series: the latest run's profile and hash (another hash is another test),
-// optionally one branch, oldest first, iterations loaded for the figures.
-std::vector<RunRecord> series(BaselineStore& store, const ReportOptions& opt) {
-  auto listed = newest_first(store, opt.profile, opt.limit);
-  const std::string name = listed.front().profile_name, hash = listed.front().profile_hash;
+// The rows (no iterations) of one series: the latest run's profile and hash
+// (another hash is another test), optionally one branch, oldest first. Only the
+// latest keeps its profile text (its limits draw the band): memory stays small
+// for a history of any length.
+std::vector<RunRecord> series_rows(BaselineStore& store, const ReportOptions& opt) {
+  std::vector<RunRecord> rows;
+  std::optional<std::pair<std::string, std::string>> series;  // name, hash
+  store.each_run(opt.profile, "", opt.limit, [&](RunRecord&& run) {
+    if (!series) series.emplace(run.profile_name, run.profile_hash);
+    if (run.profile_name != series->first || run.profile_hash != series->second) return;
+    if (!opt.branch.empty() && run.ci.branch != opt.branch) return;
+    if (!rows.empty()) run.profile_json = std::string();
+    rows.push_back(std::move(run));
+  });
+  if (!series)
+    throw Error(store.path().string() + ": no runs" +
+                (opt.profile.empty() ? "" : " of profile \"" + opt.profile + "\""));
+  std::reverse(rows.begin(), rows.end());
+  return rows;
+}
+
+// The whole history, drawn from a sample of it when long: the sampled runs'
+// iterations alone are read (chart_sample.h).
+HtmlReportInput report_input(BaselineStore& store, const ReportOptions& opt) {
+  auto rows = series_rows(store, opt);
+  if (rows.empty()) throw Error("no runs on branch \"" + opt.branch + "\" (see --branch)");
+  auto picked = chart_sample(rows, kChartedRuns, baseline_index(rows));
   std::vector<RunRecord> runs;
-  for (const RunRecord& run : listed) {
-    if (run.profile_name != name || run.profile_hash != hash) continue;
-    if (!opt.branch.empty() && run.ci.branch != opt.branch) continue;
-    if (auto full = store.run(run.id)) runs.push_back(std::move(*full));
-  }
-  std::reverse(runs.begin(), runs.end());
-  return runs;
+  for (size_t i : picked) runs.push_back(std::move(rows[i]));
+  store.load_details(runs);
+  HtmlReportInput in = html_input(runs);
+  for (size_t k = 0; k < picked.size() && rows.size() > runs.size(); ++k)
+    in.runs[k].position = picked[k];
+  in.history_size = rows.size();
+  in.pruned = pruned_summary(store);
+  return in;
 }
 
 int run_report(const ReportOptions& opt) {
   OutputGuard().store(opt.store_path).check(opt.html_path, "--html");
   auto store = open_existing(opt.store_path);
-  auto runs = series(store, opt);
-  if (runs.empty()) throw Error("no runs on branch \"" + opt.branch + "\" (see --branch)");
-  write_text(opt.store_path, opt.html_path, "--html", html_report(html_input(runs)));
-  std::cout << "wrote " << opt.html_path.string() << " (" << runs.size() << " runs of \""
-            << runs.back().profile_name << "\")\n";
+  auto in = report_input(store, opt);
+  write_text(opt.store_path, opt.html_path, "--html", html_report(in));
+  std::cout << "wrote " << opt.html_path.string() << " (" << in.history_size << " runs of \""
+            << in.profile_name << "\"";
+  if (in.history_size > in.runs.size()) std::cout << ", " << in.runs.size() << " charted";
+  std::cout << ")\n";
   return 0;
 }
 
@@ -100,7 +131,11 @@ void register_report(CommandSet& commands) {
   cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
   cmd->add_option("--profile", opt->profile, "Profile name (default: the latest run's)");
   cmd->add_option("--branch", opt->branch, "Only runs of this branch (default: all)");
-  cmd->add_option("--limit", opt->limit, "At most this many recent runs")->capture_default_str();
+  cmd->add_option("--limit", opt->limit,
+                  "At most this many recent runs (0: all; a long history is charted from a "
+                  "sample that keeps every failed and saturated run)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   commands.add(cmd, [opt](const CommandContext&) { return run_report(*opt); });
 }
 

@@ -1,6 +1,7 @@
 // `perfgate store check|export|import|prune|migrate`: maintenance of the baseline store.
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -30,7 +31,24 @@ struct StoreOptions {
   std::string older_than;
   bool policy = false;
   int64_t keep_last = PrunePolicy{}.keep_last;
+  std::string max_size;
 };
+
+PrunePolicy policy_of(const StoreOptions& opt) {
+  PrunePolicy policy{opt.keep_last, std::nullopt};
+  if (opt.max_size.empty()) return policy;
+  policy.max_bytes = parse_byte_size(opt.max_size);
+  if (!policy.max_bytes)
+    throw Error("--max-size: expected a size like 50MB, 1.5GiB or 800kB, got \"" + opt.max_size +
+                "\"");
+  return policy;
+}
+
+std::string megabytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
 
 // Maintenance never creates a store: a mistyped --store must not leave an empty one.
 BaselineStore open_existing(const fs::path& path, BaselineStore::Mode mode) {
@@ -93,12 +111,20 @@ int prune(const StoreOptions& opt) {
   if (opt.policy) {
     if (opt.keep >= 0 || !opt.older_than.empty())
       throw Error("store prune: --policy decides what goes; drop --keep and --older-than");
+    auto policy = policy_of(opt);
     auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
-    auto result = prune_by_policy(store, {opt.keep_last});
+    auto result = prune_by_policy(store, policy);
     std::cout << opt.store_path.string() << ": pruned " << result.deleted << " runs, "
-              << result.kept << " left (every baseline the next runs can use is kept)\n";
+              << result.kept << " left";
+    if (policy.max_bytes) std::cout << ", " << megabytes(result.bytes);
+    std::cout << " (every baseline the next runs can use is kept)\n";
+    if (result.over_size)
+      std::cerr << opt.store_path.string() << ": still " << megabytes(result.bytes)
+                << ", more than --max-size " << opt.max_size
+                << ": what judging needs takes that much\n";
     return 0;
   }
+  if (!opt.max_size.empty()) throw Error("store prune: --max-size goes with --policy");
   PruneRule rule;
   if (opt.keep >= 0) rule.keep = opt.keep;
   if (!opt.older_than.empty()) rule.older_than = age_flag(opt.older_than);
@@ -155,6 +181,9 @@ void add_import_and_prune(CommandSet& commands, CLI::App* store,
                    "profile and branch")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  prune_cmd->add_option("--max-size", opt->max_size,
+                        "With --policy: then delete the oldest runs judging does not need "
+                        "until the file is at most this big (50MB, 1GiB), and vacuum it");
   commands.add(prune_cmd, [opt](const CommandContext&) { return prune(*opt); });
   auto* migrate_cmd = add_store_flag(
       store->add_subcommand("migrate", "Upgrade an old store to this perfgate's schema"), *opt);

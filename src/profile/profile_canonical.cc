@@ -261,6 +261,8 @@ std::string redacted_profile_json(const Profile& p, const Doc& raw) {
   if (p.placement.mode == "fixed")
     out["placement"] = {{"load", format_cpu_list(p.placement.load)},
                         {"service", format_cpu_list(p.placement.service)}};
+  // Only when set, so that the stored profiles of earlier runs read the same.
+  if (p.keep_raw_samples) out["store"] = {{"raw_samples", "always"}};
   return dump(out);
 }
 

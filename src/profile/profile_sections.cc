@@ -7,9 +7,10 @@
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 13> kRootKeys = {
-    "$schema", "name",       "description", "target", "load",   "repeat",   "thresholds",
-    "service", "saturation", "baseline",    "redact", "paired", "placement"};
+constexpr std::array<std::string_view, 14> kRootKeys = {
+    "$schema", "name",       "description", "target", "load",   "repeat",    "thresholds",
+    "service", "saturation", "baseline",    "redact", "paired", "placement", "store"};
+constexpr std::array<std::string_view, 1> kStoreKeys = {"raw_samples"};
 constexpr std::array<std::string_view, 4> kPairedKeys = {"baseline", "leg_warmup", "max_redos",
                                                          "disturbance"};
 constexpr std::array<std::string_view, 3> kPairedBaselineKeys = {"origin", "service", "commit"};
@@ -283,6 +284,17 @@ std::optional<PairedSpec> read_paired(const Section& root, const Profile& p) {
   return spec;
 }
 
+// `store.raw_samples`: "flagged" (the default: raw samples of runs a saturation
+// rule flagged) or "always".
+bool read_keep_raw_samples(const Section& root) {
+  Section s = root.object("store");
+  s.reject_unknown(kStoreKeys);
+  auto value = s.string("raw_samples");
+  if (value && *value != "always" && *value != "flagged")
+    s.problem("raw_samples", "must be \"flagged\" or \"always\", got " + json_quoted(*value));
+  return value == "always";
+}
+
 std::vector<std::string> read_redact(const Section& root) {
   if (!root.has("redact")) return {};
   auto names = root.string_list("redact");
@@ -315,6 +327,7 @@ Profile read_profile(const Doc& doc, Problems& problems, const std::filesystem::
   profile.redact = read_redact(root);
   profile.paired = read_paired(root, profile);
   profile.placement = read_placement(root);
+  profile.keep_raw_samples = read_keep_raw_samples(root);
   return profile;
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string_view>
+#include <tuple>
 
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
@@ -77,6 +79,14 @@ struct Scale {
   double y(double v) const { return kTop + (kHeight - kTop - kBottom) * (hi - v) / (hi - lo); }
 };
 
+size_t history_size(const HtmlReportInput& in) {
+  return std::max(in.history_size, in.runs.size());
+}
+
+size_t position(const HtmlReportInput& in, size_t i) {
+  return in.runs[i].position.value_or(i);
+}
+
 Scale scale_of(const HtmlReportInput& in, std::string_view metric, const Band& band) {
   std::vector<double> values = {band.lo, band.hi};
   for (const RunPoint& run : in.runs) values.push_back(figure(run, metric));
@@ -85,7 +95,7 @@ Scale scale_of(const HtmlReportInput& in, std::string_view metric, const Band& b
   double hi = values.empty() ? 1 : *std::max_element(values.begin(), values.end());
   // A flat series (an error rate of zero throughout) still needs a visible range.
   double pad = hi > lo ? (hi - lo) * 0.08 : std::max(std::abs(hi) * 0.05, 1.0);
-  return {std::max(0.0, lo - pad), hi + pad, in.runs.size()};
+  return {std::max(0.0, lo - pad), hi + pad, history_size(in)};
 }
 
 std::string band_svg(const Band& band, const Scale& s, std::string_view metric) {
@@ -104,7 +114,7 @@ std::string axes_svg(const HtmlReportInput& in, const Scale& s, std::string_view
            "\" text-anchor=\"end\">" + esc(value_text(v, metric)) + "</text>";
   };
   auto run_label = [&](size_t i, const char* anchor) {
-    return "<text class=\"axis\" x=\"" + num(s.x(i)) + "\" y=\"" + num(kHeight - 10) +
+    return "<text class=\"axis\" x=\"" + num(s.x(position(in, i))) + "\" y=\"" + num(kHeight - 10) +
            "\" text-anchor=\"" + anchor + "\">run " + std::to_string(in.runs[i].id) + " " +
            esc(in.runs[i].created_at.substr(0, 10)) + "</text>";
   };
@@ -135,15 +145,57 @@ std::string point_svg(const RunPoint& run, double x, double y, std::string_view 
          title + "</circle>";
 }
 
-std::string series_svg(const HtmlReportInput& in, const Scale& s, std::string_view metric) {
-  std::string line = "<polyline class=\"series\" points=\"";
-  std::string points;
+// The marker a point gets: its class, and whether it is a saturated square.
+std::string marker_kind(const RunPoint& run) {
+  return run.saturation.saturated ? "saturated" : std::string(to_string(run.verdict));
+}
+
+// A sample of a long history: points of one kind on the same pixel become one
+// marker, titled with the first run and naming the others.
+std::string merged_points_svg(const HtmlReportInput& in, const Scale& s, std::string_view metric) {
+  struct Marker {
+    size_t first;
+    std::string others;
+  };
+  std::map<std::tuple<std::string, long, long>, Marker> markers;
+  std::vector<std::tuple<std::string, long, long>> order;
   for (size_t i = 0; i < in.runs.size(); ++i) {
     double v = figure(in.runs[i], metric);
     if (!std::isfinite(v)) continue;
-    line += num(s.x(i)) + "," + num(s.y(v)) + " ";
-    points += point_svg(in.runs[i], s.x(i), s.y(v), metric);
+    auto key = std::make_tuple(marker_kind(in.runs[i]), std::lround(s.x(position(in, i))),
+                               std::lround(s.y(v)));
+    auto [it, fresh] = markers.try_emplace(key, Marker{i, ""});
+    if (fresh)
+      order.push_back(key);
+    else
+      it->second.others += (it->second.others.empty() ? "" : ", ") + std::string("run ") +
+                           std::to_string(in.runs[i].id);
   }
+  std::string out;
+  for (const auto& key : order) {
+    const Marker& m = markers.at(key);
+    const RunPoint& run = in.runs[m.first];
+    std::string point =
+        point_svg(run, s.x(position(in, m.first)), s.y(figure(run, metric)), metric);
+    if (!m.others.empty())
+      point.insert(point.find("</title>"), esc("; on the same spot: " + m.others));
+    out += point;
+  }
+  return out;
+}
+
+std::string series_svg(const HtmlReportInput& in, const Scale& s, std::string_view metric) {
+  std::string line = "<polyline class=\"series\" points=\"";
+  std::string points;
+  bool sampled = history_size(in) > in.runs.size();
+  for (size_t i = 0; i < in.runs.size(); ++i) {
+    double v = figure(in.runs[i], metric);
+    if (!std::isfinite(v)) continue;
+    double x = s.x(position(in, i));
+    line += num(x) + "," + num(s.y(v)) + " ";
+    if (!sampled) points += point_svg(in.runs[i], x, s.y(v), metric);
+  }
+  if (sampled) points = merged_points_svg(in, s, metric);
   return line + "\"/>" + points;
 }
 
@@ -156,7 +208,7 @@ std::string chart(const HtmlReportInput& in, std::string_view metric) {
          "data-metric=\"" +
          esc(metric) + "\" viewBox=\"" + box + "\" width=\"" + num(kWidth) + "\" height=\"" +
          num(kHeight) + "\" role=\"img\"><title>" + esc(metric) + " over " +
-         std::to_string(in.runs.size()) + " runs</title>" + band_svg(band, s, metric) +
+         std::to_string(history_size(in)) + " runs</title>" + band_svg(band, s, metric) +
          axes_svg(in, s, metric) + series_svg(in, s, metric) + "</svg>\n";
 }
 
@@ -219,6 +271,19 @@ td { text-align: right; } td:first-child { text-align: left; }
 </style>
 )";
 
+// What the charts leave out of a long history, and what pruning took away.
+std::string sample_note(const HtmlReportInput& in) {
+  std::string out;
+  if (history_size(in) > in.runs.size())
+    out += "<p>" +
+           esc("The charts draw " + std::to_string(in.runs.size()) + " of the " +
+               std::to_string(history_size(in)) +
+               " runs: every failed or saturated one and an even sample of the others.") +
+           "</p>\n";
+  if (!in.pruned.empty()) out += "<p class=\"pruned\">" + esc("Pruned: " + in.pruned) + "</p>\n";
+  return out;
+}
+
 }  // namespace
 
 RunPoint run_point(const RunRecord& run) {
@@ -228,7 +293,8 @@ RunPoint run_point(const RunRecord& run) {
                  run.ci.branch,
                  run.verdict,
                  run.saturation,
-                 stored_run_figures(run).summary};
+                 stored_run_figures(run).summary,
+                 std::nullopt};
   return point;
 }
 
@@ -247,9 +313,10 @@ std::string html_report(const HtmlReportInput& in) {
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
       esc(title) + "</title>\n" + kStyle + "</head>\n<body>\n<h1>" + esc(title) + "</h1>\n<p>" +
-      std::to_string(in.runs.size()) +
+      std::to_string(history_size(in)) +
       " runs, oldest first. Shaded: the baseline with the warn limit either side; "
-      "red squares: saturated runs (inconclusive).</p>\n";
+      "red squares: saturated runs (inconclusive).</p>\n" +
+      sample_note(in);
   for (std::string_view metric : kCharted)
     if (measured(in, metric)) out += chart(in, metric);
   return out + latest_table(in) + "</body>\n</html>\n";

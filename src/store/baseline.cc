@@ -1,6 +1,8 @@
 #include "perfgate/store/baseline.h"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "perfgate/core/error.h"
@@ -42,7 +44,7 @@ void explain_no_baseline(BaselineStore& store, const BaselineQuery& query,
   if (query.host_key.empty()) return;
   BaselineQuery any_host = query;
   any_host.host_key.clear();
-  if (store.eligible_runs(any_host, 1).empty()) return;
+  if (store.eligible_runs(any_host, 1, BaselineStore::Depth::kHeader).empty()) return;
   notes.push_back("no baseline from this host (fingerprint " + query.host_key +
                   "): " + profile_of(query) +
                   " has runs from other hosts only; --any-host compares " + "with them");
@@ -112,6 +114,19 @@ std::vector<RunRecord> failed_replicates(const std::vector<RunRecord>& history,
   return out;
 }
 
+// How long choosing took, at debug level: bench/store_scale.sh reads it, since a
+// run's choice is made among everything else it does before the load.
+class SelectionTimer {
+ public:
+  ~SelectionTimer() {
+    std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - started_;
+    spdlog::debug("baseline selected in {:.1f} ms", took.count());
+  }
+
+ private:
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
 std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunRecord>& history) {
@@ -165,6 +180,7 @@ Baseline pool_runs(const std::vector<RunRecord>& runs) {
 
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy) {
+  SelectionTimer timer;
   BaselineSelection s;
   if (policy.pinned_run) {
     s.baseline = pinned_baseline(store, query, *policy.pinned_run, s.notes);
@@ -172,7 +188,9 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   }
   auto window = static_cast<size_t>(std::max(policy.window, 1));
   auto drift_back = static_cast<size_t>(std::max(policy.drift_window, 0));
-  auto runs = store.eligible_runs(query, static_cast<int>(window + drift_back));
+  // Headers first: only the runs pooled below need their iterations read.
+  auto runs = store.eligible_runs(query, static_cast<int>(window + drift_back),
+                                  BaselineStore::Depth::kHeader);
   if (runs.empty()) {
     explain_no_baseline(store, query, s.notes);
     return s;
@@ -184,6 +202,7 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
     s.notes.push_back(std::to_string(replicates.size()) +
                       " failed run(s) of a baseline commit kept in the baseline: the same code, "
                       "so the machine's noise, not a regression");
+  store.load_details(recent);
   recent.insert(recent.end(), replicates.begin(), replicates.end());
   std::sort(recent.begin(), recent.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
   s.baseline = pool_runs(recent);
@@ -195,6 +214,7 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
     size_t start = std::min(drift_back, runs.size() - window);
     std::vector<RunRecord> old(runs.begin() + static_cast<std::ptrdiff_t>(start),
                                runs.begin() + static_cast<std::ptrdiff_t>(start + window));
+    store.load_details(old);
     s.drift_reference = pool_runs(old);
   }
   return s;

@@ -106,6 +106,22 @@ class TextCache {
   explicit TextCache(Db db) : db_(db) {}
   Db db() const { return db_; }
   // A column read as (text, ref): the shared text when the ref is set.
+  // A host fingerprint, parsed once per shared text: a listing of many runs
+  // would otherwise parse the same JSON for each.
+  const std::map<std::string, std::string>& host(const std::string& column,
+                                                 std::optional<int64_t> ref, int64_t run_id) {
+    auto key = ref.value_or(0);
+    auto found = hosts_.find(key);
+    if (found != hosts_.end() && ref) return found->second;
+    try {
+      auto fields = nlohmann::json::parse(text(column, ref, run_id))
+                        .get<std::map<std::string, std::string>>();
+      return hosts_.insert_or_assign(key, std::move(fields)).first->second;
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(db_.path.string() + ": store is corrupt (run " + std::to_string(run_id) + ": " +
+                  e.what() + ")");
+    }
+  }
   const std::string& text(const std::string& column, std::optional<int64_t> ref, int64_t run_id) {
     if (!ref) return column;
     auto [it, fresh] = texts_.try_emplace(*ref);
@@ -123,6 +139,7 @@ class TextCache {
  private:
   Db db_;
   std::map<int64_t, std::string> texts_;
+  std::map<int64_t, std::map<std::string, std::string>> hosts_;
 };
 
 // 0 (NULL in the table) for a run whose text is still in its own column.
@@ -183,25 +200,17 @@ void insert_samples(Db db, int64_t run_id, const std::string& json) {
   stmt.bind_all(run_id, Blob{packed}).run();
 }
 
-std::string load_samples(Db db, int64_t run_id) {
-  Statement stmt(db, "SELECT json, packed FROM run_samples WHERE run_id = ?");
-  stmt.bind_all(run_id);
-  if (!stmt.step()) return std::string();
-  auto packed = stmt.blob(1);
-  return packed.empty() ? stmt.text(0) : unpacked(db, packed, run_id);
-}
-
 Verdict verdict_named(Db db, const std::string& name) {
   for (auto v : {Verdict::kPass, Verdict::kWarn, Verdict::kFail, Verdict::kError})
     if (to_string(v) == name) return v;
   throw Error(db.path.string() + ": store holds an unknown verdict \"" + name + "\"");
 }
 
-// The JSON columns are written only by record(); a parse failure means damage.
-void read_json_columns(Db db, const std::string& host, const std::string& saturation,
-                       RunRecord& run) {
+// Written only by record(); a parse failure means damage. Most runs were not
+// saturated, and their column is the same short text.
+void read_saturation(Db db, const std::string& saturation, RunRecord& run) {
+  if (saturation == R"({"reasons":[],"shared":[]})") return;
   try {
-    run.host.fields = nlohmann::json::parse(host).get<std::map<std::string, std::string>>();
     auto stored = nlohmann::json::parse(saturation);
     run.saturation.reasons = stored.value("reasons", std::vector<std::string>{});
     run.saturation.shared = stored.value("shared", std::vector<std::string>{});
@@ -240,7 +249,8 @@ RunRecord read_run(Statement& row, TextCache& texts) {
   run.review = {col.text(), col.text(), col.text(), col.text()};
   run.pair = col.text();
   run.profile_json = texts.text(profile_json, profile_ref, run.id);
-  read_json_columns(db, texts.text(host_json, host_ref, run.id), saturation_json, run);
+  run.host.fields = texts.host(host_json, host_ref, run.id);
+  read_saturation(db, saturation_json, run);
   return run;
 }
 
@@ -259,43 +269,77 @@ Iteration read_iteration(Columns& col) {
   return it;
 }
 
-// The service's CPU figures are kept only when every iteration has one, so
-// that service_cpu_s[i] always belongs to iterations[i].
-void load_iterations(Db db, RunRecord& run) {
-  Statement stmt(db, "SELECT " + std::string(kIterationColumns) +
-                         " FROM iterations WHERE run_id = ? ORDER BY idx");
-  stmt.bind_all(run.id);
-  bool every_cpu = true;
-  try {
-    while (stmt.step()) {
-      Columns col(stmt);
-      run.iterations.push_back(read_iteration(col));
-      auto cpu = col.real();
-      every_cpu = every_cpu && cpu;
-      if (cpu) run.service_cpu_s.push_back(*cpu);
-    }
-  } catch (const Error& e) {
-    throw Error(db.path.string() + ": run " + std::to_string(run.id) + ": " + e.what());
+// The statements that read a run's iterations and host samples, prepared once
+// for any number of runs.
+class DetailReader {
+ public:
+  explicit DetailReader(Db db)
+      : db_(db),
+        iterations_(db, "SELECT " + std::string(kIterationColumns) +
+                            " FROM iterations WHERE run_id = ? ORDER BY idx"),
+        samples_(db, "SELECT json, packed FROM run_samples WHERE run_id = ?") {}
+  void load(RunRecord& run) {
+    load_iterations(run);
+    run.host_samples_json = load_samples(run.id);
   }
-  if (!every_cpu) run.service_cpu_s.clear();
-}
+
+ private:
+  // The service's CPU figures are kept only when every iteration has one, so
+  // that service_cpu_s[i] always belongs to iterations[i].
+  void load_iterations(RunRecord& run) {
+    iterations_.reset();
+    iterations_.bind_all(run.id);
+    bool every_cpu = true;
+    try {
+      while (iterations_.step()) {
+        Columns col(iterations_);
+        run.iterations.push_back(read_iteration(col));
+        auto cpu = col.real();
+        every_cpu = every_cpu && cpu;
+        if (cpu) run.service_cpu_s.push_back(*cpu);
+      }
+    } catch (const Error& e) {
+      throw Error(db_.path.string() + ": run " + std::to_string(run.id) + ": " + e.what());
+    }
+    if (!every_cpu) run.service_cpu_s.clear();
+  }
+  std::string load_samples(int64_t run_id) {
+    samples_.reset();
+    samples_.bind_all(run_id);
+    if (!samples_.step()) return std::string();
+    auto packed = samples_.blob(1);
+    return packed.empty() ? samples_.text(0) : unpacked(db_, packed, run_id);
+  }
+
+  Db db_;
+  Statement iterations_;
+  Statement samples_;
+};
 
 std::optional<RunRecord> first_run_with_iterations(Db db, Statement& stmt) {
   if (!stmt.step()) return std::nullopt;
   TextCache texts(db);
   RunRecord run = read_run(stmt, texts);
-  load_iterations(db, run);
-  run.host_samples_json = load_samples(db, run.id);
+  DetailReader(db).load(run);
   return run;
 }
 
 // A fresh run that no saturation rule flagged keeps its per-iteration summaries
 // (the host sampler's "windows", which compare reads) but not the raw samples:
 // they take most of a run's room, and only a flagged run has something in them
-// worth reading again. samples_total still says how many there were.
+// worth reading again. samples_total still says how many there were. A profile
+// with store.raw_samples "always" asks for them all.
+bool asks_for_raw_samples(const std::string& profile_json) {
+  auto profile = nlohmann::json::parse(profile_json, nullptr, false);
+  if (!profile.is_object() || !profile.contains("store")) return false;
+  const auto& store = profile["store"];
+  return store.is_object() && store.value("raw_samples", "") == "always";
+}
+
 std::string samples_worth_keeping(const RunRecord& run) {
   const auto& text = run.host_samples_json;
   if (text.empty() || run.saturation.saturated || !run.saturation.shared.empty()) return text;
+  if (asks_for_raw_samples(run.profile_json)) return text;
   auto doc = nlohmann::json::parse(text, nullptr, false);
   if (!doc.is_object() || !doc.contains("windows") || !doc.contains("samples")) return text;
   doc["samples"] = nlohmann::json::array();
@@ -366,7 +410,8 @@ std::optional<RunRecord> BaselineStore::latest_baseline(const BaselineQuery& que
   return std::move(runs.front());
 }
 
-std::vector<RunRecord> BaselineStore::eligible_runs(const BaselineQuery& query, int limit) {
+std::vector<RunRecord> BaselineStore::eligible_runs(const BaselineQuery& query, int limit,
+                                                    Depth depth) {
   Db db{db_.get(), path_};
   // Two spellings rather than "(? = '' OR host_key = ?)", which would hide the
   // host_key column from the index.
@@ -388,11 +433,14 @@ std::vector<RunRecord> BaselineStore::eligible_runs(const BaselineQuery& query, 
     // An accepted run is a new normal: what came before it is history, not baseline.
     if (out.back().review.state == "accepted") break;
   }
-  for (auto& run : out) {
-    load_iterations(db, run);
-    run.host_samples_json = load_samples(db, run.id);
-  }
+  if (depth == Depth::kFull) load_details(out);
   return out;
+}
+
+void BaselineStore::load_details(std::vector<RunRecord>& runs) {
+  DetailReader reader({db_.get(), path_});
+  for (auto& run : runs)
+    if (run.iterations.empty()) reader.load(run);
 }
 
 void BaselineStore::set_review(int64_t id, const Review& review) {
@@ -433,6 +481,13 @@ std::vector<RunRecord> BaselineStore::runs(const std::string& profile_name, int 
 
 std::vector<RunRecord> BaselineStore::runs(const std::string& profile_name,
                                            const std::string& branch, int limit) {
+  std::vector<RunRecord> out;
+  each_run(profile_name, branch, limit, [&](RunRecord&& run) { out.push_back(std::move(run)); });
+  return out;
+}
+
+void BaselineStore::each_run(const std::string& profile_name, const std::string& branch, int limit,
+                             const std::function<void(RunRecord&&)>& visit) {
   Db db{db_.get(), path_};
   // Only the filters given, so that SQLite walks runs_profile (or the ids)
   // newest first and stops at the limit instead of sorting the whole table.
@@ -441,10 +496,8 @@ std::vector<RunRecord> BaselineStore::runs(const std::string& profile_name,
   Statement stmt(db, "SELECT " + std::string(kRunColumns) + " FROM runs WHERE " + where +
                          " ORDER BY id DESC LIMIT ?3");
   stmt.bind_all(profile_name, branch, limit > 0 ? limit : -1);
-  std::vector<RunRecord> out;
   TextCache texts(db);
-  while (stmt.step()) out.push_back(read_run(stmt, texts));
-  return out;
+  while (stmt.step()) visit(read_run(stmt, texts));
 }
 
 int64_t BaselineStore::run_count() {

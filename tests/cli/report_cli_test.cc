@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "perfgate/store/baseline_store.h"
@@ -55,6 +56,44 @@ testing::CommandResult chromium(const testing::TempDir& profile, std::vector<std
                                    "--user-data-dir=" + (profile / "chromium").string()};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::run_command(argv, {{"HOME", profile.path().string()}}, {}, 120);
+}
+
+// A long history: the report charts a sample of it, one file under 2 MB that
+// still marks every failed and saturated run (named in a marker's title).
+TEST(ReportCliTest, ALongHistoryIsChartedWholeWithEveryFailedAndSaturatedRun) {
+  testing::TempDir dir;
+  fs::path path = dir / "perfgate.db";
+  constexpr int kLong = 600;
+  std::vector<int64_t> marked;
+  {
+    auto store = BaselineStore::open(path);
+    int n = 0;
+    store.record_each([&]() -> std::optional<RunRecord> {
+      if (++n > kLong) return std::nullopt;
+      RunRecord run = testing::synthetic_run(n % 28 + 1, 20000 + 50 * (n % 5), 2.0);
+      if (n % 50 == 0) run.verdict = Verdict::kFail;
+      if (n % 100 == 37) run.saturation = {true, {"steal 9%"}, {}};
+      if (n % 50 == 0 || n % 100 == 37) marked.push_back(n);
+      return run;
+    });
+  }
+  fs::path html = dir / "report.html";
+  auto report = testing::run_command(
+      {testing::perfgate_binary(), "report", "--html", html.string(), "--store", path.string()});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("600 runs"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("charted"), std::string::npos) << report.out;
+  std::string text = testing::read_file(html);
+  EXPECT_LT(text.size(), 2'000'000u);
+  for (int64_t id : marked) {
+    std::string name = "run " + std::to_string(id);
+    bool named = text.find(name + " ") != std::string::npos ||
+                 text.find(name + ",") != std::string::npos ||
+                 text.find(name + "<") != std::string::npos;
+    EXPECT_TRUE(named) << name;
+  }
+  EXPECT_EQ(count_of(text, "<svg "), 4u);
+  EXPECT_GE(count_of(text, "<rect class=\"saturated\""), 4u);
 }
 
 TEST(ReportCliTest, WritesAnHtmlReportThatRendersInChromium) {

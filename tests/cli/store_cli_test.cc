@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
@@ -156,6 +157,47 @@ TEST_F(StoreCliTest, CheckOfADamagedStoreExits3) {
   auto checked = check();
   EXPECT_EQ(checked.exit_code, 3);
   EXPECT_NE(checked.out.find("eligible flag disagrees"), std::string::npos) << checked.out;
+}
+
+// The host sampler's raw samples of one stored run, from `store export`.
+nlohmann::json exported_samples(const CommandResult& exported) {
+  auto run = nlohmann::json::parse(exported.out.substr(0, exported.out.find('\n')));
+  return nlohmann::json::parse(run["host_samples"].get<std::string>())["samples"];
+}
+
+// A run no saturation rule flagged keeps its raw host samples only when the
+// profile asks with store.raw_samples "always".
+TEST_F(StoreCliTest, TheProfileAsksForEveryRunsRawSamples) {
+  auto always = nlohmann::json::parse(kShortProfile);
+  always["store"] = {{"raw_samples", "always"}};
+  always["saturation"] = {{"interval", "20ms"}};
+  testing::write_file(profile_, always.dump());
+  ASSERT_LE(testing::run_command(run_args(), env()).exit_code, 2);
+  auto exported = perfgate({"store", "export", "--store", store_.string()});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_FALSE(exported_samples(exported).empty()) << exported.out;
+
+  // Without it, an unflagged run keeps only the per-iteration summaries.
+  auto flagged_only = dir_ / "flagged.db";
+  always.erase("store");
+  testing::write_file(profile_, always.dump());
+  ASSERT_LE(testing::run_command({testing::perfgate_binary(), "run", profile_.string(), "--store",
+                                  flagged_only.string()},
+                                 env())
+                .exit_code,
+            2);
+  exported = perfgate({"store", "export", "--store", flagged_only.string()});
+  auto line = nlohmann::json::parse(exported.out.substr(0, exported.out.find('\n')));
+  if (!line["saturation"]["saturated"].get<bool>() && line["saturation"]["shared"].empty()) {
+    EXPECT_TRUE(exported_samples(exported).empty()) << exported.out;
+  }
+
+  auto bad = nlohmann::json::parse(kShortProfile);
+  bad["store"] = {{"raw_samples", "sometimes"}};
+  testing::write_file(profile_, bad.dump());
+  auto invalid = perfgate({"validate", profile_.string()});
+  EXPECT_EQ(invalid.exit_code, 3);
+  EXPECT_NE(invalid.err.find("store.raw_samples"), std::string::npos) << invalid.err;
 }
 
 TEST_F(StoreCliTest, MissingStoreIsAnErrorAndNotCreated) {

@@ -100,5 +100,34 @@ TEST_F(StoreMigrationCliTest, PruneByPolicyJudgesTheNewestRunsAsTheWholeStore) {
   EXPECT_NE(mixed.err.find("drop --keep"), std::string::npos) << mixed.err;
 }
 
+// `store prune --policy --max-size`: past the size the oldest runs judging does
+// not need go too; the newest run still judges byte for byte as in the whole
+// store, and history and the report say what went.
+TEST_F(StoreMigrationCliTest, PruneToASizeJudgesTheNewestRunAsTheWholeStore) {
+  auto whole = dir_ / "whole.db";
+  ASSERT_EQ(perfgate({"store", "migrate"}).exit_code, 0);
+  fs::copy_file(store_, whole);
+  auto pruned = perfgate({"store", "prune", "--policy", "--max-size", "1kB"});
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_NE(pruned.out.find(" MB (every baseline"), std::string::npos) << pruned.out;
+  // The runs judging needs are bigger than 1 kB: they stay, and perfgate says so.
+  EXPECT_NE(pruned.err.find("more than --max-size 1kB"), std::string::npos) << pruned.err;
+  auto a = dir_ / "whole-6.json", b = dir_ / "pruned-6.json";
+  testing::run_command({testing::perfgate_binary(), "compare", "6", "--store", whole.string(),
+                        "--json", a.string()});
+  perfgate({"compare", "6", "--json", b.string()});
+  EXPECT_EQ(read_file(a), read_file(b));
+  EXPECT_NE(read_file(a), "");
+  EXPECT_EQ(perfgate({"store", "check"}).exit_code, 0);
+  auto history = perfgate({"history"});
+  EXPECT_NE(history.out.find("2 runs pruned (size), last at 20"), std::string::npos) << history.out;
+  auto html = dir_ / "report.html";
+  ASSERT_EQ(perfgate({"report", "--html", html.string()}).exit_code, 0);
+  EXPECT_NE(read_file(html).find("Pruned: 2 runs pruned (size)"), std::string::npos);
+  auto bad = perfgate({"store", "prune", "--policy", "--max-size", "lots"});
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_NE(bad.err.find("--max-size: expected a size like 50MB"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace perfgate

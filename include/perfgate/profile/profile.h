@@ -116,6 +116,9 @@ struct Profile {
   std::vector<std::string> redact;  // more header names whose values are never written
   std::optional<PairedSpec> paired;
   PlacementSpec placement;
+  /// `store.raw_samples: "always"`: the store keeps every run's raw host samples,
+  /// not only those of runs a saturation rule flagged.
+  bool keep_raw_samples = false;
 
   /// SHA-256 (hex) of what changes results: target, load and repeat, before
   /// environment substitution (a rotated token or another port is the same test).

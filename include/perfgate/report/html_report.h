@@ -21,6 +21,9 @@ struct RunPoint {
   Verdict verdict = Verdict::kPass;
   Saturation saturation;
   MetricSet metrics;  // its figures, as the gate reads them (stored_run_figures)
+  /// Its place in the whole history, oldest first, when the report draws a
+  /// sample of a longer one (chart_sample.h); nullopt: its index in `runs`.
+  std::optional<size_t> position;
 };
 
 /// What the report shows: the runs of one series and the latest one's baseline.
@@ -29,6 +32,10 @@ struct HtmlReportInput {
   std::vector<RunPoint> runs;      // oldest first; the last one is "the latest"
   std::optional<size_t> baseline;  // index in `runs` of the latest run's baseline
   ThresholdSet thresholds;         // the latest run's limits: the band around the baseline
+  /// Runs in the whole history when `runs` is a sample of it; 0: `runs` is all.
+  size_t history_size = 0;
+  /// What `store prune` deleted (pruned_summary()); empty when nothing.
+  std::string pruned;
 };
 
 /// Summarizes a stored run; its iterations must be loaded (BaselineStore::run()).
@@ -43,7 +50,10 @@ HtmlReportInput html_input(const std::vector<RunRecord>& runs);
 /// One self-contained HTML page: an inline SVG trend chart per metric (throughput,
 /// p50, p99, error rate; the service's CPU per request when the runs measured it) with
 /// the baseline band and saturated runs marked, then a
-/// table of the latest run against its baseline. No scripts, no network: every
+/// table of the latest run against its baseline. A sample of a longer history is
+/// drawn at its places in it; there, points of one kind that fall on the same
+/// pixel are one marker whose title names every run in it, so the file stays
+/// small and no failed or saturated run is hidden. No scripts, no network: every
 /// text is escaped and the only URL is the SVG namespace.
 std::string html_report(const HtmlReportInput& input);
 

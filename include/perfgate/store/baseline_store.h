@@ -46,9 +46,16 @@ class BaselineStore {
   int64_t record(const RunRecord& run);
   /// The most recent run eligible as a baseline for `query`, iterations loaded.
   std::optional<RunRecord> latest_baseline(const BaselineQuery& query);
+  /// How much of each run a query reads: everything, or only its row in the runs
+  /// table (no iterations, no host samples: cheap for runs that may not be used).
+  enum class Depth { kFull, kHeader };
   /// Runs eligible as baselines for `query`, newest first, at most `limit`,
-  /// iterations loaded. Stops at the newest accepted run, which starts a new normal.
-  std::vector<RunRecord> eligible_runs(const BaselineQuery& query, int limit);
+  /// iterations loaded unless `depth` is kHeader. Stops at the newest accepted
+  /// run, which starts a new normal.
+  std::vector<RunRecord> eligible_runs(const BaselineQuery& query, int limit,
+                                       Depth depth = Depth::kFull);
+  /// Adds iterations and host samples to runs read as headers.
+  void load_details(std::vector<RunRecord>& runs);
   /// Records a person's word on run `id` (accept / reject) and updates whether it
   /// may be a baseline, in one transaction. Throws Error when there is no such run.
   void set_review(int64_t id, const Review& review);
@@ -63,6 +70,10 @@ class BaselineStore {
   /// The same, only of `branch` when it is not empty.
   std::vector<RunRecord> runs(const std::string& profile_name, const std::string& branch,
                               int limit);
+  /// Hands the runs runs() would list to `visit`, one at a time, without keeping
+  /// them: memory holds one run whatever the history's length.
+  void each_run(const std::string& profile_name, const std::string& branch, int limit,
+                const std::function<void(RunRecord&&)>& visit);
   int64_t run_count();
 
   static constexpr int kSchemaVersion = 5;
