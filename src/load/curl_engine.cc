@@ -642,16 +642,18 @@ static std::string probe_failure(CURLcode code) {
 /// SIGINT/SIGTERM end a probe of a silent target at once, not at its timeout.
 /// The stop flag is read directly: libcurl's wait is a library's, like
 /// SQLite's busy handler (see stop_signal.h).
-static CURLcode perform_until_stopped(CURL* easy, const TargetSpec& target) {
+static CURLcode perform_until_stopped(CURL* easy) {
   constexpr int kPollMs = 50;
   MultiPtr multi(curl_multi_init());
   if (!multi || curl_multi_add_handle(multi.get(), easy) != CURLM_OK)
     throw Error("cannot create a libcurl handle");
   int running = 1;
   while (running > 0) {
+    // Stopped: no verdict on the target; the caller's own stop handling ends the
+    // run (an interrupted paired leg is stored as aborted, like one stopped mid-load).
     if (stop_requested().load()) {
       curl_multi_remove_handle(multi.get(), easy);
-      throw Error("interrupted by SIGINT or SIGTERM while probing " + redacted_url(target.url));
+      return CURLE_OK;
     }
     if (curl_multi_perform(multi.get(), &running) != CURLM_OK) break;
     if (running > 0) curl_multi_poll(multi.get(), nullptr, 0, kPollMs, nullptr);
@@ -669,7 +671,7 @@ void curl_probe(const TargetSpec& target, Nanos timeout) {
   SlistPtr headers = make_header_list(target);
   uint64_t bytes = 0;
   EasyPtr easy = make_easy(target, headers.get(), timeout, timeout, &bytes);
-  CURLcode code = perform_until_stopped(easy.get(), target);
+  CURLcode code = perform_until_stopped(easy.get());
   bool answered = code == CURLE_OUT_OF_MEMORY || code == CURLE_UNSUPPORTED_PROTOCOL ||
                   code == CURLE_WEIRD_SERVER_REPLY;
   // The target did answer these: "cannot reach" would send the user looking at the network.

@@ -44,9 +44,7 @@ TEST_P(ProbeSignalCliTest, SignalEndsTheProbeOfASilentTarget) {
        (dir / "perfgate.db").string(), marker.string()},
       {}, {}, 20);
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
-  EXPECT_NE(r.err.find("interrupted by SIGINT or SIGTERM while probing http://127.0.0.1:"),
-            std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
   silent.stop();
 }
 
