@@ -29,7 +29,7 @@ Iteration make_iteration(int index, bool discarded) {
   auto& s = it.stats;
   s.responses = 41'000 + static_cast<uint64_t>(index);
   s.bytes_read = 5'000'000'000ULL + static_cast<uint64_t>(index);  // past 32 bits
-  s.errors = ErrorCounts{1, 2, 3, 4, 5};
+  s.errors = ErrorCounts{.connect = 1, .read = 2, .write = 3, .timeout = 4, .other = 5};
   s.statuses.by_class = {6, 7, 40'000, 8, 9, 10};
   for (uint64_t v = 1; v < 5'000; v += 13) s.latency.record_ns(v * 997 * (index + 1));
   return it;

@@ -173,5 +173,23 @@ TEST(ReportFormatTest, MalformedUtf8IsReplaced) {
   EXPECT_EQ(report::one_line("a\nb\r\n"), "a b  ");
 }
 
+// Row 15: answers that are not HTTP are named as such, in the user's words.
+TEST(ConsoleReportTest, Row15_InvalidResponsesAreNamedWithTheirReason) {
+  GateResult r = testing::pass_result();
+  r.totals.errors.count_invalid(kBothLengthAndChunked);
+  r.totals.errors.count_invalid(kBothLengthAndChunked);
+  std::string text = console_report(r);
+  EXPECT_NE(text.find("2 invalid responses (both Content-Length and chunked)"), std::string::npos)
+      << text;
+}
+
+// Row 12: the count says what it counts, 1xx included, not "4xx/5xx".
+TEST(ConsoleReportTest, Row12_TheStatusCountSaysWhatItCounts) {
+  GateResult r = testing::pass_result();
+  r.totals.statuses.count(101);
+  std::string text = console_report(r);
+  EXPECT_NE(text.find(", 1 with a status not counted as success,"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace perfgate

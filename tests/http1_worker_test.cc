@@ -78,6 +78,22 @@ TEST_P(Http1WorkerTest, A101AsTheFinalAnswerIsAFailedRequest) {
   EXPECT_EQ(total.error_rate_pct(), 100.0);
 }
 
+// Row 12: a status the request lists in success_statuses is a success, on
+// both engines, judged by the one shared SuccessStatuses.
+TEST_P(Http1WorkerTest, Row12_AStatusListedAsSuccessIsNoError) {
+  ScriptedServer server({.response = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"});
+  LoadPlan plan = short_plan(server.url());
+  IterationStats unlisted = everything(run(plan));
+  ASSERT_GT(unlisted.responses, 0u);
+  EXPECT_EQ(unlisted.error_rate_pct(), 100.0);
+  plan.target.success_statuses.ranges = {{200, 299}, {404, 404}};
+  IterationStats listed = everything(run(plan));
+  ASSERT_GT(listed.responses, 0u);
+  EXPECT_EQ(listed.statuses.of_class(4), listed.responses);
+  EXPECT_EQ(listed.statuses.failed(), 0u);
+  EXPECT_EQ(listed.error_rate_pct(), 0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, Http1WorkerTest, ::testing::Values("native", "curl"));
 
 }  // namespace

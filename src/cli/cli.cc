@@ -17,6 +17,8 @@
 #include "perfgate/core/stop_signal.h"
 #include "perfgate/report/github_annotations.h"
 
+#include "printable_output.h"
+
 namespace perfgate {
 namespace {
 
@@ -57,8 +59,8 @@ EnvLookup cli_environment() {
 
 void setup_logging(const std::string& level, bool quiet) {
   auto logger = spdlog::stderr_color_mt("perfgate");
-  logger->set_pattern("%^[%H:%M:%S] %v%$");
   spdlog::set_default_logger(logger);
+  use_printable_log_pattern();
   spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(level));
 }
 
@@ -148,6 +150,7 @@ int parse_cli(int argc, char** argv) {
 int run_cli(int argc, char** argv) {
   CommandLine cli;
   if (auto exit_code = cli.parse(argc, argv)) return *exit_code;
+  PrintableOutput printable_stdout(std::cout);
   try {
     setup_logging(cli.log_level, cli.quiet);
     install_stop_handlers();

@@ -275,9 +275,14 @@ void require_responses(const LoadResult& load, const std::string& url, Saturatio
   for (const auto* it : load.kept()) {
     if (it->stats.responses > 0) continue;
     uint64_t errors = it->stats.errors.total();
-    std::string what = "no response from " + redacted_url(url) + " in iteration " +
-                       std::to_string(it->index + 1) + " (" + std::to_string(errors) +
-                       " socket errors)";
+    const ErrorCounts& e = it->stats.errors;
+    // A server that answered with something that is not HTTP did answer: say what it sent.
+    std::string what = e.invalid > 0
+                           ? "no valid response from " + redacted_url(url) + " in iteration " +
+                                 std::to_string(it->index + 1) + ": " + e.invalid_text()
+                           : "no response from " + redacted_url(url) + " in iteration " +
+                                 std::to_string(it->index + 1) + " (" + std::to_string(errors) +
+                                 " socket errors)";
     if (errors > 0) throw Error(what);
     if (!saturation.saturated)
       throw Error(what + ": the target hung, or the load machine stalled through the window");

@@ -1,5 +1,7 @@
 #include "perfgate/core/load_result.h"
 
+#include "perfgate/core/success_statuses.h"
+
 namespace perfgate {
 
 void ErrorCounts::merge(const ErrorCounts& o) {
@@ -8,19 +10,72 @@ void ErrorCounts::merge(const ErrorCounts& o) {
   write += o.write;
   timeout += o.timeout;
   other += o.other;
+  invalid += o.invalid;
+  invalid_why |= o.invalid_why;
 }
 
-void StatusCounts::count(int status_code) {
+std::string ErrorCounts::invalid_text() const {
+  if (invalid == 0) return "";
+  std::string why;
+  auto add = [&](uint32_t bit, const char* words) {
+    if (!(invalid_why & bit)) return;
+    why += (why.empty() ? "" : "; ") + std::string(words);
+  };
+  add(kBothLengthAndChunked, "both Content-Length and chunked");
+  add(kNoStatusLine, "no HTTP status line: HTTP/0.9, or not HTTP");
+  add(kMalformed, "not valid HTTP/1.1");
+  return std::to_string(invalid) + (invalid == 1 ? " invalid response" : " invalid responses") +
+         " (" + why + ")";
+}
+
+namespace {
+
+size_t class_of(int status_code) {
   int cls = status_code / 100;
-  ++by_class[cls >= 1 && cls <= 5 ? static_cast<size_t>(cls) : 0];
+  return cls >= 1 && cls <= 5 ? static_cast<size_t>(cls) : 0;
+}
+
+bool success_class(size_t cls) {
+  return cls == 2 || cls == 3;
+}
+
+}  // namespace
+
+void StatusCounts::count(int status_code) {
+  count(status_code, SuccessStatuses::default_success(status_code));
+}
+
+void StatusCounts::count(int status_code, bool success) {
+  size_t cls = class_of(status_code);
+  ++by_class[cls];
+  if (success != success_class(cls)) ++overridden[cls];
 }
 
 uint64_t StatusCounts::non_2xx_3xx() const {
   return by_class[0] + by_class[1] + by_class[4] + by_class[5];
 }
 
+uint64_t StatusCounts::failed() const {
+  uint64_t failures = 0;
+  for (size_t cls = 0; cls < by_class.size(); ++cls)
+    failures += success_class(cls) ? overridden[cls] : by_class[cls] - overridden[cls];
+  return failures;
+}
+
+std::array<uint64_t, 6> StatusCounts::stored_classes() const {
+  std::array<uint64_t, 6> kept = by_class;
+  for (size_t cls = 0; cls < kept.size(); ++cls) {
+    kept[cls] -= overridden[cls];
+    kept[success_class(cls) ? 0 : 2] += overridden[cls];
+  }
+  return kept;
+}
+
 void StatusCounts::merge(const StatusCounts& o) {
-  for (size_t i = 0; i < by_class.size(); ++i) by_class[i] += o.by_class[i];
+  for (size_t i = 0; i < by_class.size(); ++i) {
+    by_class[i] += o.by_class[i];
+    overridden[i] += o.overridden[i];
+  }
 }
 
 void IterationStats::merge(const IterationStats& o) {

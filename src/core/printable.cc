@@ -11,15 +11,15 @@ void append_escape(std::string& out, unsigned char c) {
   out += escape;
 }
 
-}  // namespace
-
-std::string printable(std::string_view text) {
+std::string escaped(std::string_view text, bool keep_lines) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     auto c = static_cast<unsigned char>(text[i]);
     auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
-    if (c < 0x20 || c == 0x7f) {
+    if (keep_lines && (c == '\n' || c == '\t')) {
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20 || c == 0x7f) {
       append_escape(out, c);
     } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
       // U+0080..U+009F in UTF-8: C1 controls, CSI among them, which some terminals obey.
@@ -31,6 +31,16 @@ std::string printable(std::string_view text) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text) {
+  return escaped(text, false);
+}
+
+std::string printable_lines(std::string_view text) {
+  return escaped(text, true);
 }
 
 }  // namespace perfgate

@@ -20,6 +20,7 @@
 #include "curl_http1.h"
 #include "epoll_set.h"
 #include "perfgate/core/error.h"
+#include "perfgate/core/stop_signal.h"
 #include "perfgate/load/arrival_schedule.h"
 #include "perfgate/load/fd_limit.h"
 
@@ -185,7 +186,7 @@ uint64_t bytes_read(const Connection& c) {
 }
 
 void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::time_point now,
-            bool open_model) {
+            bool open_model, const SuccessStatuses& success) {
   stats.bytes_read += bytes_read(c);
   if (code != CURLE_OK) {
     count_transfer_error(code, stats.errors);
@@ -194,7 +195,7 @@ void record(IterationStats& stats, const Connection& c, CURLcode code, Clock::ti
   long status = 0;
   curl_easy_getinfo(c.easy.get(), CURLINFO_RESPONSE_CODE, &status);
   ++stats.responses;
-  stats.statuses.count(static_cast<int>(status));
+  stats.statuses.count(static_cast<int>(status), success.contains(static_cast<int>(status)));
   // Open model: from the intended send, so that a stalled target is charged
   // for every request it kept waiting (coordinated omission, wrk2's way).
   stats.latency.record(now - c.intended);
@@ -524,7 +525,8 @@ void Worker::complete(Connection& c, CURLcode code, Clock::time_point now) {
   int slot = windows_.slot_of(now - t0_);
   // Past the end of the run: abandoned like the requests still in flight.
   if (slot < windows_.slots())
-    record(stats_[static_cast<size_t>(slot)], c, code, now, schedule_.has_value());
+    record(stats_[static_cast<size_t>(slot)], c, code, now, schedule_.has_value(),
+           entries_[c.entry].success_statuses);
   curl_multi_remove_handle(c.group->multi.get(), c.easy.get());
   c.attached = false;
   if (fails_again_at_once(code)) return rest(c, now + kRetryDelay);
@@ -585,8 +587,13 @@ void count_transfer_error(int curl_code, ErrorCounts& errors) {
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:
-    case CURLE_WEIRD_SERVER_REPLY:
       ++errors.read;
+      break;
+    case CURLE_WEIRD_SERVER_REPLY:
+      errors.count_invalid(kMalformed);
+      break;
+    case CURLE_UNSUPPORTED_PROTOCOL:  // what libcurl makes of an HTTP/0.9 answer
+      errors.count_invalid(kNoStatusLine);
       break;
     case CURLE_SEND_ERROR:
       ++errors.write;
@@ -631,12 +638,46 @@ static std::string probe_failure(CURLcode code) {
   }
 }
 
+/// curl_easy_perform, but on a multi handle driven in short polls, so that
+/// SIGINT/SIGTERM end a probe of a silent target at once, not at its timeout.
+/// The stop flag is read directly: libcurl's wait is a library's, like
+/// SQLite's busy handler (see stop_signal.h).
+static CURLcode perform_until_stopped(CURL* easy) {
+  constexpr int kPollMs = 50;
+  MultiPtr multi(curl_multi_init());
+  if (!multi || curl_multi_add_handle(multi.get(), easy) != CURLM_OK)
+    throw Error("cannot create a libcurl handle");
+  int running = 1;
+  while (running > 0) {
+    // Stopped: no verdict on the target; the caller's own stop handling ends the
+    // run (an interrupted paired leg is stored as aborted, like one stopped mid-load).
+    if (stop_requested().load()) {
+      curl_multi_remove_handle(multi.get(), easy);
+      return CURLE_OK;
+    }
+    if (curl_multi_perform(multi.get(), &running) != CURLM_OK) break;
+    if (running > 0) curl_multi_poll(multi.get(), nullptr, 0, kPollMs, nullptr);
+  }
+  CURLcode code = CURLE_RECV_ERROR;
+  int left = 0;
+  while (CURLMsg* msg = curl_multi_info_read(multi.get(), &left))
+    if (msg->msg == CURLMSG_DONE) code = msg->data.result;
+  curl_multi_remove_handle(multi.get(), easy);
+  return code;
+}
+
 void curl_probe(const TargetSpec& target, Nanos timeout) {
   init_curl_once();
   SlistPtr headers = make_header_list(target);
   uint64_t bytes = 0;
   EasyPtr easy = make_easy(target, headers.get(), timeout, timeout, &bytes);
-  CURLcode code = curl_easy_perform(easy.get());
+  CURLcode code = perform_until_stopped(easy.get());
+  bool answered = code == CURLE_OUT_OF_MEMORY || code == CURLE_UNSUPPORTED_PROTOCOL ||
+                  code == CURLE_WEIRD_SERVER_REPLY;
+  // The target did answer these: "cannot reach" would send the user looking at the network.
+  if (answered)
+    throw Error(redacted_url(target.url) + " answered, but " + probe_failure(code) +
+                "; perfgate needs valid HTTP/1.1 or HTTP/2 answers");
   if (code != CURLE_OK)
     throw Error("cannot reach " + redacted_url(target.url) + ": " + probe_failure(code));
 }

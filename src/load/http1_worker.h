@@ -188,6 +188,7 @@ class Http1Worker {
   void read_some(Conn& c, Clock::time_point now);
   void complete(Conn& c, const HttpResponseParser::Response& r, Clock::time_point now);
   void fail(Conn& c, ErrorKind kind, Clock::time_point now);
+  void refuse(Conn& c, InvalidAnswer why, Clock::time_point now);
   bool stale(const Conn& c) const { return c.answered > 0 && c.received == 0; }
   void reconnect(Conn& c, Clock::time_point now);
   void sleep_until(Conn& c, Phase phase, Clock::time_point when);
@@ -372,6 +373,8 @@ void Http1Worker<T>::read_some(Conn& c, Clock::time_point now) {
     bool ok = closed ? c.parser.finish(done_) : c.parser.feed({buffer_.data(), io.bytes}, done_);
     // Only our one request can be answered; anything more is ignored.
     if (!done_.empty()) return complete(c, done_.front(), now);
+    // Bytes the parser refused; a close that cut a response short is a read error.
+    if (!ok && !closed) return refuse(c, c.parser.invalid(), now);
     if (!ok || closed) return fail(c, &ErrorCounts::read, now);
     // Drained, on a plain socket: wait for more rather than pay a recv that
     // would only say so. Bytes may wait inside TLS: read until it says again.
@@ -384,7 +387,7 @@ void Http1Worker<T>::complete(Conn& c, const HttpResponseParser::Response& r,
                               Clock::time_point now) {
   if (IterationStats* s = stats_at(now)) {
     ++s->responses;
-    s->statuses.count(r.status);
+    s->statuses.count(r.status, plan_.entries[c.entry].success_statuses.contains(r.status));
     // Open model: the corrected figure runs from the intended send time, so a
     // stalled server is charged for every request it kept waiting (wrk2).
     s->latency.record(now - c.intended);
@@ -407,6 +410,15 @@ void Http1Worker<T>::fail(Conn& c, ErrorKind kind, Clock::time_point now) {
   transport_.close(c.link);
   bool rest = kind == &ErrorCounts::connect || kind == &ErrorCounts::other;
   if (rest) return sleep_until(c, Phase::resting, now + kRetryDelay);
+  open(c, now);
+}
+
+// The server answered, but not with HTTP/1.1 the parser can follow: a read
+// error, named as such so that reports say the server answered.
+template <Http1Transport T>
+void Http1Worker<T>::refuse(Conn& c, InvalidAnswer why, Clock::time_point now) {
+  if (IterationStats* s = stats_at(now)) s->errors.count_invalid(why);
+  transport_.close(c.link);
   open(c, now);
 }
 

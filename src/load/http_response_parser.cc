@@ -78,6 +78,19 @@ bool HttpResponseParser::finish(std::vector<Response>& done) {
   return !state_->in_message;
 }
 
+InvalidAnswer HttpResponseParser::invalid() const {
+  switch (HTTP_PARSER_ERRNO(&state_->parser)) {
+    case HPE_UNEXPECTED_CONTENT_LENGTH:
+      return kBothLengthAndChunked;
+    // Refused in its first bytes: no "HTTP/1.x NNN" status line at all.
+    case HPE_INVALID_CONSTANT:
+    case HPE_INVALID_VERSION:
+      return kNoStatusLine;
+    default:
+      return kMalformed;
+  }
+}
+
 bool HttpResponseParser::idle() const {
   return !state_->in_message;
 }

@@ -17,18 +17,31 @@ bool is_secret_env(std::string_view name) {
          normal.find("credential") != std::string::npos || normal.find("key") != std::string::npos;
 }
 
+// As codes and ranges ("404", "200-299"); absent when the default (2xx and 3xx),
+// so that profiles that do not set it keep their hash.
+static void add_success_statuses(json& out, const TargetSpec& t) {
+  if (t.success_statuses == SuccessStatuses{}) return;
+  json terms = json::array();
+  for (const auto& [first, last] : t.success_statuses.ranges)
+    terms.push_back(first == last ? std::to_string(first)
+                                  : std::to_string(first) + "-" + std::to_string(last));
+  out["success_statuses"] = terms;
+}
+
 static json request_shape(const TargetSpec& t) {
   json headers = json::object();
   for (const auto& [name, value] : t.headers) headers[name] = value;
   // The body's bytes, not the file's name: editing the file is another test.
-  return {{"url", t.url},
-          {"method", t.method},
-          {"headers", headers},
-          {"body", t.body},
-          {"name", t.name},
-          {"weight", t.weight},
-          {"tls_verify", t.tls_verify},
-          {"http_version", t.http_version}};
+  json shape = {{"url", t.url},
+                {"method", t.method},
+                {"headers", headers},
+                {"body", t.body},
+                {"name", t.name},
+                {"weight", t.weight},
+                {"tls_verify", t.tls_verify},
+                {"http_version", t.http_version}};
+  add_success_statuses(shape, t);
+  return shape;
 }
 
 /// What changes the results, normalized: durations in ns, defaults filled.
@@ -171,6 +184,7 @@ static json request_json(const TargetSpec& t, const Profile& p, const Names& tem
     out["weight"] = t.weight;
   }
   if (!t.name.empty()) out["name"] = t.name;
+  add_success_statuses(out, t);
   return out;
 }
 

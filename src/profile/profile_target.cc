@@ -10,10 +10,12 @@
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 8> kTargetKeys = {
-    "url", "method", "headers", "body", "body_file", "tls_verify", "http_version", "requests"};
-constexpr std::array<std::string_view, 8> kRequestKeys = {"name",   "weight",  "url",  "path",
-                                                          "method", "headers", "body", "body_file"};
+constexpr std::array<std::string_view, 9> kTargetKeys = {
+    "url",          "method",   "headers",         "body", "body_file", "tls_verify",
+    "http_version", "requests", "success_statuses"};
+constexpr std::array<std::string_view, 9> kRequestKeys = {
+    "name", "weight", "url", "path", "method", "headers", "body", "body_file", "success_statuses"};
+constexpr size_t kMaxSuccessTerms = 100;
 constexpr size_t kMaxBodyBytes = 64 * 1024 * 1024;
 constexpr size_t kMaxRequests = 1000;
 // Servers refuse far less (8-16 KB is usual); past this a value is a mistake.
@@ -80,10 +82,20 @@ static bool has_control_char(std::string_view text) {
                      [](unsigned char c) { return c < 0x20 || c == 0x7f; });
 }
 
+/// The URL as an error may quote it: without the password of its user info,
+/// even when the URL is too broken to be parsed.
+static std::string shown_url(std::string_view url) {
+  std::string text(url);
+  if (text.find("://") != std::string::npos) return json_quoted(redacted_url(text));
+  size_t at = text.rfind('@', text.find_first_of("/?#"));
+  if (at == std::string::npos) return json_quoted(text);
+  return json_quoted("<redacted>" + text.substr(at));
+}
+
 static std::optional<std::string> url_problem(std::string_view url) {
   size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos)
-    return "must be an absolute http:// or https:// URL, got " + json_quoted(url);
+    return "must be an absolute http:// or https:// URL, got " + shown_url(url);
   std::string_view scheme = url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https")
     return "scheme \"" + std::string(scheme) + "\" is not supported; use http:// or https://";
@@ -91,7 +103,7 @@ static std::optional<std::string> url_problem(std::string_view url) {
   if (has_control_char(url)) return "must not contain control characters or NUL";
   std::string_view rest = url.substr(scheme_end + 3);
   if (auto why = authority_problem(rest.substr(0, rest.find_first_of("/?#"))))
-    return *why + ": " + json_quoted(url);
+    return *why + ": " + shown_url(url);
   return std::nullopt;
 }
 
@@ -171,6 +183,35 @@ void read_http_options(const Section& s, TargetSpec& target) {
     s.problem("http_version", "must be \"1.1\" or \"2\", got " + json_quoted(target.http_version));
 }
 
+// `success_statuses`: codes (404 or "404"), classes ("2xx") and ranges ("200-299").
+void read_success_statuses(const Section& s, TargetSpec& target) {
+  const Doc* list = s.get("success_statuses");
+  if (!list) return;
+  if (!list->is_array() || list->empty() || list->size() > kMaxSuccessTerms) {
+    s.problem("success_statuses",
+              "must be a non-empty array of status codes, classes like \"2xx\" or ranges like "
+              "\"200-299\", got " +
+                  shown(*list));
+    return;
+  }
+  SuccessStatuses statuses;
+  statuses.ranges.clear();
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Doc& item = (*list)[i];
+    std::string term = item.is_number_integer() ? std::to_string(item.get<int64_t>())
+                       : item.is_string()       ? item.get<std::string>()
+                                                : "";
+    std::string why;
+    auto range = SuccessStatuses::parse_term(term, why);
+    if (range)
+      statuses.ranges.push_back(*range);
+    else
+      s.problems().add(element_path(s.path_of("success_statuses"), i),
+                       why + ", got " + shown(item));
+  }
+  target.success_statuses = std::move(statuses);
+}
+
 std::string entry_url(const Section& e, const TargetSpec& base) {
   if (e.has("url") && e.has("path")) e.problem("path", "give either url or path, not both");
   if (e.has("url")) return read_url(e, "url");
@@ -198,6 +239,7 @@ TargetSpec read_request(const Section& e, const TargetSpec& base,
     read_body(e, base_dir, request);
   }
   request.weight = e.positive_number("weight").value_or(1);
+  read_success_statuses(e, request);
   return request;
 }
 
@@ -213,6 +255,7 @@ TargetSpec read_target(const Section& root, const std::filesystem::path& base_di
   target.headers = headers_of(s);
   read_body(s, base_dir, target);
   read_http_options(s, target);
+  read_success_statuses(s, target);
   return target;
 }
 

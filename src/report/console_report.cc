@@ -89,13 +89,14 @@ std::string socket_errors(const ErrorCounts& e) {
   if (e.total() == 0) return text;
   return text + " (connect " + std::to_string(e.connect) + ", read " + std::to_string(e.read) +
          ", write " + std::to_string(e.write) + ", timeout " + std::to_string(e.timeout) +
-         ", other " + std::to_string(e.other) + ")";
+         ", other " + std::to_string(e.other) + ")" +
+         (e.invalid > 0 ? "; " + e.invalid_text() : "");
 }
 
 std::string traffic_line(const IterationStats& t) {
   return "  " + report::plural(static_cast<int64_t>(t.responses), "response") + ", " +
          socket_errors(t.errors) + ", " + std::to_string(t.statuses.failed()) +
-         " with status 4xx/5xx, " + std::to_string(t.bytes_read) + " bytes read\n";
+         " with a status not counted as success, " + std::to_string(t.bytes_read) + " bytes read\n";
 }
 
 // Whose CPU counted as the service's, and how perfgate knew.

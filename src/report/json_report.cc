@@ -104,11 +104,14 @@ json ci_json(const CiContext& ci) {
 }
 
 json errors_json(const ErrorCounts& e) {
-  return {{"connect", e.connect},
-          {"read", e.read},
-          {"write", e.write},
-          {"timeout", e.timeout},
-          {"other", e.other}};
+  json out = {{"connect", e.connect},
+              {"read", e.read},
+              {"write", e.write},
+              {"timeout", e.timeout},
+              {"other", e.other}};
+  // Only when there were some: runs read back from the store do not keep them.
+  if (e.invalid > 0) out["invalid_responses"] = {{"count", e.invalid}, {"text", e.invalid_text()}};
+  return out;
 }
 
 json status_json(const StatusCounts& s) {

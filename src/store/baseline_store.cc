@@ -171,7 +171,7 @@ int64_t insert_run(Db db, const RunRecord& run) {
 void insert_iteration(Statement& stmt, int64_t run_id, const Iteration& it,
                       std::optional<double> service_cpu_s) {
   const auto& s = it.stats;
-  const auto& by_class = s.statuses.by_class;
+  const auto by_class = s.statuses.stored_classes();
   // Packed: a histogram's bucket counts compress by a third or more.
   auto latency = packed_text::pack_if_smaller(s.latency.serialize());
   stmt.bind_all(run_id, it.index, it.discarded, it.duration.count(), s.responses, s.bytes_read,
@@ -263,7 +263,12 @@ Iteration read_iteration(Columns& col) {
   auto& s = it.stats;
   s.responses = col.u64();
   s.bytes_read = col.u64();
-  s.errors = ErrorCounts{col.u64(), col.u64(), col.u64(), col.u64(), col.u64()};
+  // Braced initializers are evaluated in order: the columns' order.
+  s.errors = ErrorCounts{.connect = col.u64(),
+                         .read = col.u64(),
+                         .write = col.u64(),
+                         .timeout = col.u64(),
+                         .other = col.u64()};
   for (auto& count : s.statuses.by_class) count = col.u64();  // other, 1xx ... 5xx
   s.latency = LatencyHistogram::deserialize(packed_text::unpack_if_packed(col.blob(), "histogram"));
   return it;
@@ -363,6 +368,7 @@ BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {
   bool writable = mode == Mode::kReadWrite;
   if (writable) create_parent(path);
   if (has_content(path)) check_is_perfgate_store(path);
+  if (!writable && has_content(path)) store_schema::check_current_schema(path);
   Handle db =
       connect(path, writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
   prepare({db.get(), path});

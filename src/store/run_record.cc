@@ -59,7 +59,7 @@ json iteration_json(const Iteration& it, const RunRecord& run, size_t i) {
             {"bytes_read", s.bytes_read},
             {"errors",
              {s.errors.connect, s.errors.read, s.errors.write, s.errors.timeout, s.errors.other}},
-            {"statuses", s.statuses.by_class},
+            {"statuses", s.statuses.stored_classes()},
             {"latency", base64_encode(s.latency.serialize())}};
   if (i < run.service_cpu_s.size()) j["service_cpu_s"] = run.service_cpu_s[i];
   return j;
@@ -74,7 +74,8 @@ Iteration iteration_from(const json& j) {
   s.responses = j.at("responses").get<uint64_t>();
   s.bytes_read = j.at("bytes_read").get<uint64_t>();
   auto e = j.at("errors").get<std::array<uint64_t, 5>>();
-  s.errors = ErrorCounts{e[0], e[1], e[2], e[3], e[4]};
+  s.errors =
+      ErrorCounts{.connect = e[0], .read = e[1], .write = e[2], .timeout = e[3], .other = e[4]};
   s.statuses.by_class = j.at("statuses").get<std::array<uint64_t, 6>>();
   s.latency = LatencyHistogram::deserialize(base64_decode(j.at("latency").get<std::string>()));
   return it;

@@ -1,7 +1,10 @@
 #include "sqlite_handle.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
+#include <string_view>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -146,14 +149,42 @@ void Transaction::commit() {
   committed_ = true;
 }
 
-Handle connect(const fs::path& path, int flags) {
+// `name` as SQLite takes it (a path or a "file:" URI); `path` for messages.
+static Handle open_named(const std::string& name, const fs::path& path, int flags) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
   Handle db(raw);  // sqlite3_open_v2 allocates a handle even when it fails
   if (rc != SQLITE_OK) fail({db.get(), path}, "cannot open store");
   sqlite3_extended_result_codes(db.get(), 0);
   sqlite3_busy_handler(db.get(), on_busy, db.get());
   return db;
+}
+
+Handle connect(const fs::path& path, int flags) {
+  return open_named(path.string(), path, flags);
+}
+
+// "file:" URI of an absolute path: every byte outside [A-Za-z0-9/._~-] as %HH,
+// so that '?', '#' and '%' in a folder name stay part of the path.
+static std::string file_uri(const fs::path& path) {
+  std::string uri = "file:";
+  for (unsigned char c : fs::absolute(path).string()) {
+    if (std::isalnum(c) ||
+        std::string_view("/._~-").find(static_cast<char>(c)) != std::string_view::npos) {
+      uri.push_back(static_cast<char>(c));
+    } else {
+      char escape[4];
+      std::snprintf(escape, sizeof escape, "%%%02X", c);
+      uri += escape;
+    }
+  }
+  return uri;
+}
+
+Handle connect_untouched(const fs::path& path) {
+  std::error_code ec;
+  if (fs::exists(path.string() + "-wal", ec)) return connect(path, SQLITE_OPEN_READONLY);
+  return open_named(file_uri(path) + "?immutable=1", path, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
 }
 
 }  // namespace perfgate::sqlite

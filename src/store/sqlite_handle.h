@@ -115,5 +115,12 @@ using Handle = std::unique_ptr<sqlite3, Closer>;
 
 /// Opens `path` with sqlite3_open_v2 flags and a busy timeout; throws Error.
 Handle connect(const std::filesystem::path& path, int flags);
+/// A read-only look that leaves nothing beside the file: a read-only SQLite
+/// connection to a WAL database creates -wal and -shm files it cannot remove,
+/// which a refused store must not get. With no -wal file there is nothing
+/// uncheckpointed, and the file is read as it is (immutable); with one, some
+/// other connection is using the store and the usual connection is taken.
+/// For short checks only: an immutable read does not see later writes.
+Handle connect_untouched(const std::filesystem::path& path);
 
 }  // namespace perfgate::sqlite

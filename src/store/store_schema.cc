@@ -18,6 +18,7 @@ namespace {
 
 using sqlite::Blob;
 using sqlite::connect;
+using sqlite::connect_untouched;
 using sqlite::Db;
 using sqlite::exec;
 using sqlite::Handle;
@@ -210,7 +211,7 @@ bool is_read_only(sqlite3* db) {
 // a file which is not ours is rejected before anything could write to it.
 void check_is_perfgate_store(const fs::path& path) {
   check_sqlite_magic(path);
-  Handle handle = connect(path, SQLITE_OPEN_READONLY);
+  Handle handle = connect_untouched(path);
   Db db{handle.get(), path};
   int64_t app_id = 0, version = 0, objects = 0;
   try {
@@ -233,8 +234,13 @@ void check_is_perfgate_store(const fs::path& path) {
 }
 
 int64_t read_version(const fs::path& path) {
-  Handle handle = connect(path, SQLITE_OPEN_READONLY);
+  Handle handle = connect_untouched(path);
   return query_int({handle.get(), path}, "PRAGMA user_version");
+}
+
+void check_current_schema(const fs::path& path) {
+  Handle handle = connect_untouched(path);
+  require_current_schema({handle.get(), path});
 }
 
 void prepare(Db db) {

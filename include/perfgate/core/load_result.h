@@ -11,6 +11,13 @@
 
 namespace perfgate {
 
+/// Why an answer was not valid HTTP/1.1: bits of ErrorCounts::invalid_why.
+enum InvalidAnswer : uint32_t {
+  kBothLengthAndChunked = 1,  // Content-Length and chunked framing together
+  kNoStatusLine = 2,          // HTTP/0.9, or not HTTP at all
+  kMalformed = 4,             // anything else the parser refused
+};
+
 /// Socket-level failures, counted by kind as wrk does; never thrown.
 struct ErrorCounts {
   uint64_t connect = 0;
@@ -18,8 +25,19 @@ struct ErrorCounts {
   uint64_t write = 0;
   uint64_t timeout = 0;
   uint64_t other = 0;
+  /// Of `read`: the server answered, but not with valid HTTP. Not stored (the
+  /// store keeps them as read errors); reports name them in the user's words.
+  uint64_t invalid = 0;
+  uint32_t invalid_why = 0;  // InvalidAnswer bits
 
   uint64_t total() const { return connect + read + write + timeout + other; }
+  void count_invalid(InvalidAnswer why) {
+    ++read;
+    ++invalid;
+    invalid_why |= why;
+  }
+  /// "3 invalid responses (both Content-Length and chunked)"; "" when none.
+  std::string invalid_text() const;
   void merge(const ErrorCounts& o);
   friend bool operator==(const ErrorCounts&, const ErrorCounts&) = default;
 };
@@ -27,14 +45,26 @@ struct ErrorCounts {
 /// Responses by status class: index 1 for 1xx ... 5 for 5xx, 0 for anything else.
 struct StatusCounts {
   std::array<uint64_t, 6> by_class{};
+  /// Of by_class, by class: responses their request's `success_statuses` judged
+  /// otherwise than the default (a 404 listed as a success, a 204 left out).
+  std::array<uint64_t, 6> overridden{};
 
+  /// One response, judged by the default rule: 2xx and 3xx are successes.
   void count(int status_code);
+  /// One response, `success` as its request's SuccessStatuses judged it.
+  void count(int status_code, bool success);
   uint64_t of_class(int cls) const { return by_class.at(static_cast<size_t>(cls)); }
   /// wrk's "Non-2xx or 3xx responses".
   uint64_t non_2xx_3xx() const;
-  /// Responses that count as failed requests: 4xx and 5xx, unparseable codes, and
-  /// 1xx, which is never a final answer (a 101 switched protocols: no HTTP response).
-  uint64_t failed() const { return by_class[0] + by_class[1] + by_class[4] + by_class[5]; }
+  /// Responses that count as failed requests: those whose status is not a
+  /// success. By default 4xx and 5xx, unparseable codes, and 1xx, which is never
+  /// a final answer (a 101 switched protocols: no HTTP response).
+  uint64_t failed() const;
+  /// The classes as the store keeps them (it has no column for `overridden`):
+  /// a response judged otherwise than its class is kept under 2xx when it was
+  /// a success and under "other" when it was not, so that failed() of what is
+  /// read back is failed() of what was measured.
+  std::array<uint64_t, 6> stored_classes() const;
   void merge(const StatusCounts& o);
   friend bool operator==(const StatusCounts&, const StatusCounts&) = default;
 };
@@ -55,7 +85,8 @@ struct IterationStats {
   void merge(const IterationStats& o);
   /// Requests attempted that ended one way or another in this window.
   uint64_t attempts() const { return responses + errors.total(); }
-  /// Failed requests (socket errors plus 4xx/5xx) over attempts, in percent.
+  /// Failed requests (socket errors plus statuses not counted as success) over
+  /// attempts, in percent.
   double error_rate_pct() const;
 };
 

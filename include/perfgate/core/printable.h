@@ -11,4 +11,8 @@ namespace perfgate {
 /// then neither move the cursor, recolour the screen nor forge a second line.
 std::string printable(std::string_view text);
 
+/// The same for text of several lines (a report, a table): line feeds and
+/// tabs stay, every other control byte becomes its escape.
+std::string printable_lines(std::string_view text);
+
 }  // namespace perfgate

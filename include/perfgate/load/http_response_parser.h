@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "perfgate/core/load_result.h"
+
 namespace perfgate {
 
 /// Incremental HTTP/1.x response parser for the native engine: a thin wrapper
@@ -35,6 +37,8 @@ class HttpResponseParser {
   /// The peer closed: completes a response whose body runs to the end of the
   /// connection. False when a response was cut short.
   bool finish(std::vector<Response>& done);
+  /// After feed() or finish() returned false: why the answer was refused.
+  InvalidAnswer invalid() const;
   /// True between responses (nothing of the next one seen yet).
   bool idle() const;
   /// Ready for a new connection.

@@ -10,6 +10,7 @@
 
 #include "perfgate/core/error.h"
 #include "perfgate/core/metrics.h"
+#include "perfgate/core/success_statuses.h"
 #include "perfgate/core/units.h"
 
 namespace perfgate {
@@ -26,6 +27,7 @@ struct TargetSpec {
   double weight = 1;                 // share of a mix, relative to the other entries
   bool tls_verify = true;            // `target.tls_verify: false` is the explicit opt-out
   std::string http_version = "1.1";  // "1.1" or "2" (HTTP/2 needs the curl engine)
+  SuccessStatuses success_statuses;  // which answers are successes; 2xx and 3xx by default
 };
 
 struct LoadSpec {
