@@ -44,8 +44,6 @@ class BaselineStore {
   /// record_each() keep everything, as an import must. Throws Error on a
   /// read-only store.
   int64_t record(const RunRecord& run);
-  /// The most recent run eligible as a baseline for `query`, iterations loaded.
-  std::optional<RunRecord> latest_baseline(const BaselineQuery& query);
   /// Runs eligible as baselines for `query`, newest first, at most `limit`,
   /// iterations loaded. Stops at the newest accepted run, which starts a new normal.
   std::vector<RunRecord> eligible_runs(const BaselineQuery& query, int limit);
