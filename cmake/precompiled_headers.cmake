@@ -12,10 +12,11 @@
 # no JSON get none), so the stage layering still shows in the build. GCC uses a
 # reused header only where the flags that matter match; where they do not it
 # warns (-Winvalid-pch, kept a warning under -Werror) and compiles as if there
-# were none: a mismatch costs time, never correctness. GCC only: clang (the
-# libFuzzer build) refuses a reused header whose -D macros differ.
-option(PERFGATE_PCH "Precompile the heavy third-party headers (GCC; see cmake/precompiled_headers.cmake)" OFF)
-if(PERFGATE_PCH AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+# were none: a mismatch costs time, never correctness. Clang (the libFuzzer
+# build, tests/fuzz/run.sh) refuses a reused header whose -D macros differ, so
+# there each target precompiles its own.
+option(PERFGATE_PCH "Precompile the heavy third-party headers (see cmake/precompiled_headers.cmake)" OFF)
+if(PERFGATE_PCH AND CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$")
   set(PERFGATE_USE_PCH ON)
 else()
   set(PERFGATE_USE_PCH OFF)
@@ -42,11 +43,17 @@ endfunction()
 
 # perfgate_reuse_pch(FROM target...): each target uses FROM's precompiled header,
 # and so depends on FROM; for targets with the same compile flags and definitions.
+# With clang, each target precompiles FROM's headers itself instead.
 function(perfgate_reuse_pch from)
   if(PERFGATE_USE_PCH)
+    get_target_property(headers ${from} PRECOMPILE_HEADERS)
     foreach(target IN LISTS ARGN)
-      target_precompile_headers(${target} REUSE_FROM ${from})
-      target_compile_options(${target} PRIVATE -Winvalid-pch -Wno-error=invalid-pch)
+      if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+        target_precompile_headers(${target} REUSE_FROM ${from})
+        target_compile_options(${target} PRIVATE -Winvalid-pch -Wno-error=invalid-pch)
+      else()
+        target_precompile_headers(${target} PRIVATE ${headers})
+      endif()
     endforeach()
   endif()
 endfunction()

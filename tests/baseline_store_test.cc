@@ -7,11 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "perfgate/core/error.h"
+#include "perfgate/store/baseline.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -93,6 +95,14 @@ void expect_same_run(const RunRecord& a, const RunRecord& b) {
 }
 
 // Runs `sql` on `path` through a plain SQLite connection, as another program would.
+// The run the gate would judge against with a window of one: the newest eligible.
+std::optional<int64_t> newest_baseline(BaselineStore& store, const BaselineQuery& query) {
+  auto selection =
+      select_baseline(store, query, {.window = 1, .drift_window = 0, .pinned_run = {}});
+  if (!selection.baseline) return std::nullopt;
+  return selection.baseline->run_ids.front();
+}
+
 void sqlite_exec(const fs::path& path, const std::string& sql) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
@@ -242,12 +252,12 @@ TEST(BaselineStore, FillsCreatedAtWhenEmpty) {
   EXPECT_EQ(back->created_at.back(), 'Z');
 }
 
-TEST(BaselineStore, LatestBaselinePicksNewestEligibleMatch) {
+TEST(BaselineStore, NewestBaselinePicksNewestEligibleMatch) {
   TempDir dir;
   auto store = BaselineStore::open(dir / "perfgate.db");
   auto base = make_run();
   BaselineQuery query{"hello", "abc123", "main", base.host.key()};
-  EXPECT_FALSE(store.latest_baseline(query));
+  EXPECT_FALSE(newest_baseline(store, query));
 
   int64_t first = store.record(base);
   auto other_branch = make_run("feature/x");
@@ -270,19 +280,21 @@ TEST(BaselineStore, LatestBaselinePicksNewestEligibleMatch) {
   other_host.host.fields["cpus"] = "64";
   int64_t on_other_host = store.record(other_host);
 
-  auto found = store.latest_baseline(query);
+  auto found = newest_baseline(store, query);
   ASSERT_TRUE(found);
-  EXPECT_EQ(found->id, first);
-  expect_same_run(*found, base);
+  EXPECT_EQ(*found, first);
+  auto runs = store.eligible_runs(query, 1);
+  ASSERT_EQ(runs.size(), 1u);
+  expect_same_run(runs[0], base);
 
   query.host_key.clear();  // any host: the newest eligible anywhere
-  EXPECT_EQ(store.latest_baseline(query)->id, on_other_host);
+  EXPECT_EQ(*newest_baseline(store, query), on_other_host);
 
   auto warned = make_run();
   warned.verdict = Verdict::kWarn;
   int64_t newest = store.record(warned);
   query.host_key = base.host.key();
-  EXPECT_EQ(store.latest_baseline(query)->id, newest);
+  EXPECT_EQ(*newest_baseline(store, query), newest);
 }
 
 TEST(BaselineStore, RunsAreNewestFirstWithoutIterations) {
@@ -400,7 +412,7 @@ TEST(BaselineStore, DamagedPagesRaiseErrorsNamingTheFile) {
   try {
     auto store = BaselineStore::open(path);
     store.runs();
-    store.latest_baseline({"hello", "abc123", "main", ""});
+    newest_baseline(store, {"hello", "abc123", "main", ""});
     for (int64_t id = 1; id <= 10; ++id) store.run(id);
   } catch (const Error& e) {
     ++errors;
@@ -424,7 +436,7 @@ TEST(BaselineStore, ReadOnlyModeReadsButDoesNotWrite) {
   int64_t id = BaselineStore::open(path).record(make_run());
   auto store = BaselineStore::open(path, BaselineStore::Mode::kReadOnly);
   EXPECT_EQ(store.run_count(), 1);
-  EXPECT_EQ(store.latest_baseline({"hello", "abc123", "main", ""})->id, id);
+  EXPECT_EQ(*newest_baseline(store, {"hello", "abc123", "main", ""}), id);
   try {
     store.record(make_run());
     ADD_FAILURE() << "record() wrote to a read-only store";
@@ -541,7 +553,7 @@ TEST(BaselineStore, MigratesAVersion1StoreKeepingItsRuns) {
   EXPECT_TRUE(old->iterations[0].stats.latency == histogram);
   EXPECT_TRUE(old->service_cpu_s.empty());
   EXPECT_TRUE(old->host_samples_json.empty());
-  EXPECT_EQ(store.latest_baseline({"hello", "abc123", "main", ""})->id, 7);
+  EXPECT_EQ(*newest_baseline(store, {"hello", "abc123", "main", ""}), 7);
   auto run = make_run();
   run.host_samples_json = R"({"cpu":[1,2]})";
   EXPECT_EQ(store.run(store.record(run))->host_samples_json, run.host_samples_json);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "load/curl_handles.h"
 #include "load/curl_http1.h"
 #include "perfgate/core/error.h"
 #include "perfgate/load/demo_server.h"

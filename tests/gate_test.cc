@@ -62,7 +62,9 @@ class GateTest : public ::testing::Test {
   ExitStatus gate(std::vector<ScriptedWindow> windows, const EnvLookup& env = no_env()) {
     fake_.script = [windows](const Profile&) { return windows; };
     std::ostringstream out;
-    return run_gate(options_, env, out, stop_, fake_.measurer());
+    auto status = run_gate(options_, env, out, stop_, fake_.measurer());
+    console_ = out.str();
+    return status;
   }
 
   nlohmann::json result_json() {
@@ -75,6 +77,7 @@ class GateTest : public ::testing::Test {
 
   TempDir dir_;
   RunOptions options_;
+  std::string console_;  // the last gate's console report
   FakeMeasurer fake_;
   std::atomic<bool> stop_{false};
 };
@@ -83,6 +86,7 @@ const auto kBaseline = testing::steady(5, 1000, 10ms);
 
 TEST_F(GateTest, FirstRunPassesAndBecomesTheBaseline) {
   EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);
+  EXPECT_NE(console_.find("this run becomes the baseline"), std::string::npos) << console_;
   EXPECT_EQ(stored_runs(), 1);
   EXPECT_EQ(*fake_.loads, 1);
 }
@@ -118,8 +122,8 @@ TEST_F(GateTest, NoRecordStoresNothing) {
   EXPECT_FALSE(fs::exists(options_.store_path));
 }
 
-// Row 16: an error after the load used to report 0 x 0 threads/connections.
-TEST_F(GateTest, Row16ErrorReportAfterTheLoadShowsItsThreadsAndConnections) {
+// An error after the load used to report 0 x 0 threads/connections.
+TEST_F(GateTest, ErrorReportAfterTheLoadShowsItsThreadsAndConnections) {
   options_.json_path = dir_ / "result.json";
   auto windows = kBaseline;
   windows[2] = {0, 10ms, 5};  // a kept window without a response: no verdict
@@ -130,8 +134,8 @@ TEST_F(GateTest, Row16ErrorReportAfterTheLoadShowsItsThreadsAndConnections) {
   EXPECT_EQ(json["load"]["connections"], 8) << json.dump(2);
 }
 
-// Row 13: an interrupted run that is stored says so in its reports too.
-TEST_F(GateTest, Row13InterruptedRunsReportsNameTheStoredRun) {
+// An interrupted run that is stored says so in its reports too.
+TEST_F(GateTest, InterruptedRunsReportsNameTheStoredRun) {
   options_.json_path = dir_ / "result.json";
   fake_.aborted = true;
   try {
@@ -148,7 +152,7 @@ TEST_F(GateTest, Row13InterruptedRunsReportsNameTheStoredRun) {
   EXPECT_EQ(run->status, "aborted");
 }
 
-TEST_F(GateTest, Row13InterruptedRunWithoutRecordSaysNothingStored) {
+TEST_F(GateTest, InterruptedRunWithoutRecordSaysNothingStored) {
   options_.json_path = dir_ / "result.json";
   options_.record = false;
   fake_.aborted = true;
@@ -157,8 +161,8 @@ TEST_F(GateTest, Row13InterruptedRunWithoutRecordSaysNothingStored) {
   EXPECT_FALSE(fs::exists(options_.store_path));
 }
 
-// Row 14: a store perfgate cannot write is found before the load, in words.
-TEST_F(GateTest, Row14FolderGivenAsTheStoreIsRefusedBeforeTheLoad) {
+// A store perfgate cannot write is found before the load, in words.
+TEST_F(GateTest, FolderGivenAsTheStoreIsRefusedBeforeTheLoad) {
   fs::create_directories(dir_ / "folder");
   options_.store_path = dir_ / "folder";
   try {
@@ -170,7 +174,7 @@ TEST_F(GateTest, Row14FolderGivenAsTheStoreIsRefusedBeforeTheLoad) {
   EXPECT_EQ(*fake_.loads, 0);
 }
 
-TEST_F(GateTest, Row14StoreInAReadOnlyFolderIsRefusedBeforeTheLoad) {
+TEST_F(GateTest, StoreInAReadOnlyFolderIsRefusedBeforeTheLoad) {
   // /proc takes no new file, even for root.
   options_.store_path = "/proc/perfgate-test/perfgate.db";
   try {
@@ -185,14 +189,14 @@ TEST_F(GateTest, Row14StoreInAReadOnlyFolderIsRefusedBeforeTheLoad) {
   EXPECT_EQ(*fake_.loads, 0);
 }
 
-TEST_F(GateTest, Row14ReadOnlyStoreIsFineWithoutRecord) {
+TEST_F(GateTest, ReadOnlyStoreIsFineWithoutRecord) {
   options_.store_path = "/proc/perfgate-test/perfgate.db";
   options_.record = false;
   EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);
 }
 
-// Row 1: no output is ever written over the store or the profile.
-TEST_F(GateTest, Row1JsonEqualToTheStoreIsRefusedAndTheStoreKept) {
+// No output is ever written over the store or the profile.
+TEST_F(GateTest, JsonEqualToTheStoreIsRefusedAndTheStoreKept) {
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
   auto before = testing::read_file(options_.store_path);
   options_.json_path = options_.store_path;
@@ -201,7 +205,7 @@ TEST_F(GateTest, Row1JsonEqualToTheStoreIsRefusedAndTheStoreKept) {
   EXPECT_EQ(*fake_.loads, 1);
 }
 
-TEST_F(GateTest, Row1OutputsEqualToTheStoresJournalsOrTheProfileAreRefused) {
+TEST_F(GateTest, OutputsEqualToTheStoresJournalsOrTheProfileAreRefused) {
   auto profile = testing::read_file(options_.profile_path);
   for (const fs::path& target : {fs::path(options_.store_path.string() + "-wal"),
                                  options_.profile_path, dir_ / "." / "profile.json"}) {
@@ -212,7 +216,7 @@ TEST_F(GateTest, Row1OutputsEqualToTheStoresJournalsOrTheProfileAreRefused) {
   EXPECT_EQ(*fake_.loads, 0);
 }
 
-TEST_F(GateTest, Row1HardLinkToTheStoreIsRefused) {
+TEST_F(GateTest, HardLinkToTheStoreIsRefused) {
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
   fs::create_hard_link(options_.store_path, dir_ / "link.json");
   auto before = testing::read_file(options_.store_path);
@@ -221,7 +225,7 @@ TEST_F(GateTest, Row1HardLinkToTheStoreIsRefused) {
   EXPECT_EQ(testing::read_file(options_.store_path), before);
 }
 
-TEST_F(GateTest, Row1StepSummaryEqualToTheStoreIsNeverAppended) {
+TEST_F(GateTest, StepSummaryEqualToTheStoreIsNeverAppended) {
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
   auto before = testing::read_file(options_.store_path);
   auto env =
@@ -241,9 +245,9 @@ TEST_F(GateTest, StepSummaryIsAppended) {
   EXPECT_NE(summary.find("gate-test"), std::string::npos);
 }
 
-// Row 16: a report is never there empty or half-written, not even while the
+// A report is never there empty or half-written, not even while the
 // load runs (a SIGKILL then left empty --junit/--json files).
-TEST_F(GateTest, Row16NoReportFileExistsUntilItIsComplete) {
+TEST_F(GateTest, NoReportFileExistsUntilItIsComplete) {
   options_.json_path = dir_ / "out" / "result.json";
   options_.junit_path = dir_ / "junit.xml";
   bool json_during_load = true, junit_during_load = true;
@@ -366,6 +370,58 @@ TEST_F(PairedGateTest, AStalledWindowIsDroppedNotAnError) {
   std::ostringstream out;
   EXPECT_EQ(run_gate(options_, no_env(), out, stop_, fake_.measurer()), ExitStatus::kPass);
   EXPECT_EQ(*fake_.loads, 2);
+}
+
+// ---- merge (shards judged together as one run) ------------------------------
+
+class MergeGateTest : public GateTest {
+ protected:
+  // Shards 1/2 and 2/2, each loading `windows`, written for merge.
+  std::vector<fs::path> shards(const std::vector<ScriptedWindow>& windows) {
+    std::vector<fs::path> paths;
+    for (int i = 1; i <= 2; ++i) {
+      RunOptions shard = options_;
+      shard.shard = ShardSpec{i, 2};
+      shard.json_path = dir_ / ("shard-" + std::to_string(i) + ".json");
+      fake_.script = [windows](const Profile&) { return windows; };
+      std::ostringstream out;
+      EXPECT_EQ(run_gate(shard, no_env(), out, stop_, fake_.measurer()), ExitStatus::kPass);
+      paths.push_back(shard.json_path);
+    }
+    return paths;
+  }
+  ExitStatus merge(const std::vector<fs::path>& paths) {
+    std::ostringstream out;
+    return merge_gate(options_, paths, no_env(), out);
+  }
+};
+
+TEST_F(MergeGateTest, FirstMergePassesAndStoresOneRun) {
+  EXPECT_FALSE(fs::exists(options_.store_path)) << "a shard stores nothing";
+  EXPECT_EQ(merge(shards(kBaseline)), ExitStatus::kPass);
+  EXPECT_EQ(stored_runs(), 1);
+  EXPECT_EQ(*fake_.loads, 2);
+}
+
+TEST_F(MergeGateTest, HalvedThroughputFails) {
+  ASSERT_EQ(merge(shards(kBaseline)), ExitStatus::kPass);
+  options_.json_path = dir_ / "merged.json";
+  EXPECT_EQ(merge(shards(testing::steady(5, 300, 10ms))), ExitStatus::kFail);
+  EXPECT_EQ(result_json()["verdict"], "fail");
+  EXPECT_EQ(stored_runs(), 2);
+}
+
+TEST_F(MergeGateTest, SmallThroughputDropWarns) {
+  ASSERT_EQ(merge(shards(kBaseline)), ExitStatus::kPass);
+  EXPECT_EQ(merge(shards(testing::steady(5, 800, 10ms))), ExitStatus::kWarn);
+}
+
+TEST_F(MergeGateTest, TheSameShardTwiceIsAnErrorWithAReport) {
+  auto paths = shards(kBaseline);
+  options_.json_path = dir_ / "merged.json";
+  EXPECT_THROW(merge({paths[0], paths[0]}), Error);
+  EXPECT_EQ(result_json()["verdict"], "error");
+  EXPECT_FALSE(fs::exists(options_.store_path));
 }
 
 // ---- compare (a stored run judged again) -------------------------------------

@@ -38,7 +38,7 @@ class Http1WorkerTest : public ::testing::TestWithParam<const char*> {
   }
 };
 
-// Row 11: a server that closes after each complete response, without saying
+// A server that closes after each complete response, without saying
 // Connection: close, closes under the next request before a byte of its answer.
 // That is a reconnect, not a failed request.
 TEST_P(Http1WorkerTest, CloseAfterACompleteResponseIsAReconnectNotAnError) {
@@ -65,7 +65,7 @@ TEST_P(Http1WorkerTest, CloseBeforeAnyAnswerIsStillAReadError) {
   EXPECT_GT(total.errors.read, 0u);
 }
 
-// Row 12: a 101 (or any 1xx) as the final answer is no HTTP response to the
+// A 101 (or any 1xx) as the final answer is no HTTP response to the
 // request: a failure, never a success.
 TEST_P(Http1WorkerTest, A101AsTheFinalAnswerIsAFailedRequest) {
   ScriptedServer server(

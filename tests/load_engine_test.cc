@@ -8,6 +8,7 @@
 
 #include "perfgate/core/error.h"
 #include "perfgate/load/demo_server.h"
+#include "perfgate/load/http_request.h"
 #include "support/test_support.h"
 
 namespace perfgate {

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "perfgate/core/sha256.h"
+#include "perfgate/host/proc_reader.h"
 
 namespace perfgate {
 namespace fs = std::filesystem;
@@ -25,16 +26,6 @@ std::string trim(std::string_view text) {
   if (first == std::string_view::npos) return "";
   auto last = text.find_last_not_of(" \t\r\n");
   return std::string(text.substr(first, last - first + 1));
-}
-
-// /proc and /sys files may vanish or be unreadable (containers, other
-// kernels): a missing file is an "unknown" field, never an error.
-std::optional<std::string> read_text(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::string first_line(const fs::path& path) {

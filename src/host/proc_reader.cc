@@ -75,14 +75,6 @@ ProcStat stat_fields(pid_t pid, std::string comm, const std::vector<std::string_
   return s;
 }
 
-std::optional<std::string> read_text(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<std::string> numeric_entries(const fs::path& dir) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -96,6 +88,14 @@ std::vector<std::string> numeric_entries(const fs::path& dir) {
 }
 
 }  // namespace
+
+std::optional<std::string> read_text(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 uint64_t CpuTimes::total() const {
   return user + nice + system + idle + iowait + irq + softirq + steal;

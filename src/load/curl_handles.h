@@ -1,7 +1,8 @@
 #pragma once
 
 // libcurl handles that clean themselves up, and what the curl engine's two
-// paths (curl_engine.cc, curl_http1.cc) set up the same way. Private to them.
+// paths (curl_engine.cc, curl_http1.cc) share (curl_handles.cc), so that
+// neither calls into the other's file. Private to them.
 
 #include <curl/curl.h>
 
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <memory>
 
+#include "perfgate/core/load_result.h"
 #include "perfgate/core/units.h"
 
 namespace perfgate {
@@ -25,6 +27,10 @@ using MultiPtr = std::unique_ptr<CURLM, MultiCleanup>;
 /// curl_global_init, once per process, on first use (it is not thread-safe,
 /// and doing it lazily keeps it out of static initialisation).
 void init_curl_once();
+
+/// Counts one failed transfer by kind, wrk's way: a CURLcode (an int here, as
+/// callers pass it on) -> connect, read, write, timeout or other.
+void count_transfer_error(int curl_code, ErrorCounts& errors);
 
 /// How many connections share a multi handle. libcurl 7.x walks its whole
 /// connection cache on every transfer (to find an idle connection for it, and

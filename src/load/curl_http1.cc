@@ -11,30 +11,17 @@
 #include <string_view>
 #include <utility>
 
+#include "ascii_case.h"
 #include "curl_handles.h"
 #include "epoll_set.h"
 #include "http1_worker.h"
 #include "perfgate/core/error.h"
-#include "perfgate/load/curl_engine.h"
 
 namespace perfgate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-bool starts_with_nocase(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), text.begin(),
-                                                    [](unsigned char a, unsigned char b) {
-                                                      return std::tolower(a) == std::tolower(b);
-                                                    });
-}
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 /// Where a request goes, and the parts its bytes need.
 struct Origin {

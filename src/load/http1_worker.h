@@ -25,6 +25,7 @@
 
 #include "epoll_set.h"
 #include "perfgate/load/arrival_schedule.h"
+#include "perfgate/load/http_request.h"
 #include "perfgate/load/http_response_parser.h"
 #include "perfgate/load/load_engine.h"
 #include "perfgate/load/run_windows.h"

@@ -17,6 +17,7 @@
 #include "native_socket.h"
 #include "perfgate/core/error.h"
 #include "perfgate/load/fd_limit.h"
+#include "perfgate/load/http_request.h"
 
 namespace perfgate {
 namespace {

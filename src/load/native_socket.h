@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "perfgate/core/error.h"
+#include "perfgate/load/http_request.h"
 #include "perfgate/load/load_engine.h"
 
 namespace perfgate::native {

@@ -410,12 +410,6 @@ int64_t BaselineStore::record_each(const std::function<std::optional<RunRecord>(
   return count;
 }
 
-std::optional<RunRecord> BaselineStore::latest_baseline(const BaselineQuery& query) {
-  auto runs = eligible_runs(query, 1);
-  if (runs.empty()) return std::nullopt;
-  return std::move(runs.front());
-}
-
 std::vector<RunRecord> BaselineStore::eligible_runs(const BaselineQuery& query, int limit,
                                                     Depth depth) {
   Db db{db_.get(), path_};

@@ -37,26 +37,26 @@ class OutputGuardCliTest : public ::testing::Test {
   fs::path store_ = dir_ / "perfgate.db";
 };
 
-TEST_F(OutputGuardCliTest, Row1ReportHtmlOverTheStoreIsRefused) {
+TEST_F(OutputGuardCliTest, ReportHtmlOverTheStoreIsRefused) {
   expect_refused({"report", "--html", store_.string(), "--store", store_.string()}, "--html");
 }
 
-TEST_F(OutputGuardCliTest, Row1ExportOutputOverTheStoreIsRefused) {
+TEST_F(OutputGuardCliTest, ExportOutputOverTheStoreIsRefused) {
   expect_refused({"export", "--output", store_.string(), "--store", store_.string()}, "--output");
 }
 
-TEST_F(OutputGuardCliTest, Row1StoreExportOutputOverTheStoreIsRefused) {
+TEST_F(OutputGuardCliTest, StoreExportOutputOverTheStoreIsRefused) {
   expect_refused({"store", "export", "--output", store_.string(), "--store", store_.string()},
                  "--output");
 }
 
-TEST_F(OutputGuardCliTest, Row1CompareJsonAndJunitOverTheStoreAreRefused) {
+TEST_F(OutputGuardCliTest, CompareJsonAndJunitOverTheStoreAreRefused) {
   expect_refused({"compare", "2", "--json", store_.string(), "--store", store_.string()}, "--json");
   expect_refused({"compare", "2", "--junit", store_.string(), "--store", store_.string()},
                  "--junit");
 }
 
-TEST_F(OutputGuardCliTest, Row1RunJsonOverTheStoreIsRefusedBeforeTheLoad) {
+TEST_F(OutputGuardCliTest, RunJsonOverTheStoreIsRefusedBeforeTheLoad) {
   testing::write_file(dir_ / "p.json", R"({"name": "x", "target": {"url": "http://127.0.0.1:)" +
                                            std::to_string(testing::unused_port()) + R"(/"}})");
   expect_refused(
@@ -78,8 +78,8 @@ TEST_F(OutputGuardCliTest, ExportToAFileWritesItWhole) {
     EXPECT_EQ(entry.path().filename(), "export.jsonl");  // no temporary left behind
 }
 
-// Row 14: a folder given as the store, in the user's words, not SQLite's.
-TEST_F(OutputGuardCliTest, Row14FolderGivenAsTheStoreIsNamedSo) {
+// A folder given as the store, in the user's words, not SQLite's.
+TEST_F(OutputGuardCliTest, FolderGivenAsTheStoreIsNamedSo) {
   auto r = testing::run_command(
       {testing::perfgate_binary(), "history", "--store", dir_.path().string()});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;

@@ -1,4 +1,4 @@
-// Paired mode end to end (issue 5): the real binary alternates windows between
+// Paired mode end to end: the real binary alternates windows between
 // two real local servers, judges the candidate on the pair-by-pair ratios, and
 // stores both sides under one pair key. The candidate is made four times
 // slower than the baseline, far past any noise of this shared machine.

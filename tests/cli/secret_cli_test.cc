@@ -1,4 +1,4 @@
-// Issue 7, "Secrets": header values taken from the environment reach the
+// Secrets: header values taken from the environment reach the
 // server but are never written anywhere else. Every command that reads the
 // profile or the store runs with the most verbose log, and every byte it
 // leaves behind (stdout, stderr, each file in the test folder, the SQLite

@@ -1,4 +1,4 @@
-// `perfgate run --shard I/N` and `perfgate merge` (issue 8): three shards of one
+// `perfgate run --shard I/N` and `perfgate merge`: three shards of one
 // profile on this machine against one local server, merged exactly; and every
 // way a set of shards can fail to belong together.
 #include <gtest/gtest.h>

@@ -78,7 +78,7 @@ bool gone_within(pid_t pid, std::chrono::seconds limit) {
   return true;
 }
 
-// Row 6: a service that never gets ready (ready_timeout 1h) is waited for only
+// A service that never gets ready (ready_timeout 1h) is waited for only
 // until the signal.
 TEST(SignalCliTest, SignalEndsTheWaitForAServiceThatNeverGetsReady) {
   TempDir dir;
@@ -97,7 +97,7 @@ TEST(SignalCliTest, SignalEndsTheWaitForAServiceThatNeverGetsReady) {
   EXPECT_EQ(testing::http_get(port, "/health"), "");  // the service was stopped
 }
 
-// Row 13: a SIGINT while the service is still starting ends the run there: no
+// A SIGINT while the service is still starting ends the run there: no
 // load begins, nothing is stored.
 TEST(SignalCliTest, SignalDuringASlowServiceStartLetsNoLoadBegin) {
   TempDir dir;
@@ -118,7 +118,7 @@ TEST(SignalCliTest, SignalDuringASlowServiceStartLetsNoLoadBegin) {
   }
 }
 
-// Row 8: perfgate killed with SIGKILL takes the service's children with it, not
+// perfgate killed with SIGKILL takes the service's children with it, not
 // only its direct child: `sh -c "server & wait"` left the server serving.
 TEST(SignalCliTest, SigkilledPerfgateLeavesNoServiceProcessBehind) {
   TempDir dir;
@@ -198,7 +198,7 @@ TEST(SignalCliTest, StoreLockWaitIsLoggedAndEndsOnSignal) {
       << err;
 }
 
-// Row 6: a profile read that never ends (a FIFO nobody closes) ends on SIGTERM.
+// A profile read that never ends (a FIFO nobody closes) ends on SIGTERM.
 TEST(SignalCliTest, SignalEndsAProfileReadThatNeverEnds) {
   TempDir dir;
   auto fifo = dir / "profile.json";

@@ -11,6 +11,11 @@
 
 namespace perfgate {
 
+/// A /proc or /sys file's whole text; nullopt when it is missing or unreadable.
+/// Such files may vanish or be unreadable (containers, other kernels): a missing
+/// file is an unknown field, never an error.
+std::optional<std::string> read_text(const std::filesystem::path& path);
+
 /// One line of /proc/stat, in clock ticks (USER_HZ) since boot.
 struct CpuTimes {
   uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;

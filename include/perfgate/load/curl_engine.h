@@ -31,8 +31,4 @@ class CurlEngine : public LoadEngine {
 /// when no HTTP response (of any status) comes back within `timeout`.
 void curl_probe(const TargetSpec& target, Nanos timeout);
 
-/// Counts one failed transfer by kind, wrk's way: a CURLcode (an int here so
-/// that this header needs no curl.h) -> connect, read, write, timeout or other.
-void count_transfer_error(int curl_code, ErrorCounts& errors);
-
 }  // namespace perfgate

@@ -58,23 +58,6 @@ std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const Target
 /// (exit 3) and not a 100 % error rate.
 void probe_target(const TargetSpec& target, Nanos timeout);
 
-/// The parts of a plain http:// URL the native engine needs.
-struct HttpUrl {
-  std::string host;  // as written, for the Host header
-  uint16_t port = 80;
-  std::string host_header;  // host[:port] as written in the URL
-  std::string path_query;   // "/" when the URL has none
-};
-
-/// Parses "http://host[:port][/path][?query]" (case-insensitive scheme);
-/// throws Error naming the URL for anything else.
-HttpUrl parse_http_url(std::string_view url);
-
-/// The exact bytes of one request, built once and sent for every request of
-/// that shape: request line, Host, the target's headers, Content-Length
-/// when there is a body, then the body.
-std::string serialize_request(const TargetSpec& target, const HttpUrl& url);
-
 /// True when the native engine can serve `target`: plain http:// and HTTP/1.1.
 bool native_engine_serves(const TargetSpec& target);
 

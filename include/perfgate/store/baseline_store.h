@@ -44,8 +44,6 @@ class BaselineStore {
   /// record_each() keep everything, as an import must. Throws Error on a
   /// read-only store.
   int64_t record(const RunRecord& run);
-  /// The most recent run eligible as a baseline for `query`, iterations loaded.
-  std::optional<RunRecord> latest_baseline(const BaselineQuery& query);
   /// How much of each run a query reads: everything, or only its row in the runs
   /// table (no iterations, no host samples: cheap for runs that may not be used).
   enum class Depth { kFull, kHeader };
