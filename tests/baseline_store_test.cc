@@ -95,12 +95,12 @@ void expect_same_run(const RunRecord& a, const RunRecord& b) {
 }
 
 // Runs `sql` on `path` through a plain SQLite connection, as another program would.
-// The run the gate would judge against with a window of one: the newest eligible.
+// The newest run eligible as a baseline: what a window of one starts from (the
+// selection may then add failed runs of the same commit, baseline_test.cc).
 std::optional<int64_t> newest_baseline(BaselineStore& store, const BaselineQuery& query) {
-  auto selection =
-      select_baseline(store, query, {.window = 1, .drift_window = 0, .pinned_run = {}});
-  if (!selection.baseline) return std::nullopt;
-  return selection.baseline->run_ids.front();
+  auto runs = store.eligible_runs(query, 1, BaselineStore::Depth::kHeader);
+  if (runs.empty()) return std::nullopt;
+  return runs.front().id;
 }
 
 void sqlite_exec(const fs::path& path, const std::string& sql) {
