@@ -71,7 +71,8 @@ class CommentCliTest : public ::testing::Test {
     return r;
   }
 
-  // Every refusal: one line on stderr naming the status, exit 3, nothing on stdout.
+  // Every refusal: one line on stderr naming the status, exit 3; on stdout nothing,
+  // or on GitHub that same line as the job's error annotation.
   void expect_refusal(const Env& env, int status, const std::string& hint) {
     forge_.fail_with(status, std::string(R"({"message":"no, )") + kToken + R"("})");
     auto r = comment(env);
@@ -79,7 +80,16 @@ class CommentCliTest : public ::testing::Test {
     EXPECT_EQ(lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find("HTTP " + std::to_string(status)), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(hint), std::string::npos) << r.err;
-    EXPECT_EQ(r.out, "");
+    if (env.at("GITHUB_ACTIONS") == "true") {
+      EXPECT_EQ(lines(r.out), 1) << r.out;
+      EXPECT_EQ(r.out.rfind("::error title=perfgate error::comment: GitHub answered HTTP " +
+                                std::to_string(status),
+                            0),
+                0u)
+          << r.out;
+    } else {
+      EXPECT_EQ(r.out, "");
+    }
     // Nor at the most verbose level (comment() checks every output for the token).
     EXPECT_EQ(comment(env, {"--log-level", "trace"}).exit_code, 3);
   }
