@@ -4,7 +4,7 @@
 # with the perfgate under test on PATH and perfgate's demo server as the
 # project's service:
 #   - a default-branch pipeline records the store; a merge request whose
-#     service is slower fails on throughput against it (stored mode), one with
+#     service is ~10 % slower fails on throughput against it (stored mode), one with
 #     an unchanged service does not fail;
 #   - the paired merge request recipe (the template's default) gives the same
 #     verdicts;
@@ -46,7 +46,12 @@ git config user.email ci@example.invalid
 git config user.name ci
 mkdir -p ci/gitlab perf
 cp "$src"/ci/gitlab/perfgate.gitlab-ci.yml "$src"/ci/gitlab/perfgate-sharded.gitlab-ci.yml ci/gitlab/
-cp "$src/ci/profiles/pr-paired.json" perf/pr-paired.json
+# The paired recipe's profile as a user adapts it: perfgate's default throughput
+# limits (warn 3 %, fail 5 %) instead of the recipe's looser 5 % / 8 %, which a
+# 10 % slower service (-9 % throughput here) passes by too thin a margin to test.
+sed 's/"throughput": { "warn": "5%", "fail": "8%" }/"throughput": { "warn": "3%", "fail": "5%" }/' \
+  "$src/ci/profiles/pr-paired.json" > perf/pr-paired.json
+grep -q '"fail": "5%" }' perf/pr-paired.json || fail "pr-paired.json's throughput limits moved: adapt this test"
 # Stored mode: the same service lines as pr-paired.json, shorter windows. A
 # shared 2-core CI machine is busy with other work, which is not what this
 # test is about: the saturation limits that would call that busy are off.
@@ -56,7 +61,7 @@ cat > perf/stored.json <<'EOF'
   "target": { "url": "http://127.0.0.1:${PERFGATE_CANDIDATE_PORT:-18080}/" },
   "load": { "threads": 1, "connections": 16, "duration": "500ms", "warmup": "300ms" },
   "repeat": { "count": 8, "discard": 1 },
-  "thresholds": { "throughput": { "warn": "5%", "fail": "8%" }, "error_rate": { "max": "0.1%" } },
+  "thresholds": { "throughput": { "warn": "3%", "fail": "5%" }, "error_rate": { "max": "0.1%" } },
   "saturation": { "foreign_cpu": "100%", "cpu_pressure": "100%", "host_cpu": "100%", "steal": "100%" },
   "service": {
     "command": ["sh", "-c", "${PERFGATE_SERVICE_COMMAND}"],
@@ -115,13 +120,13 @@ git commit -qm "a service"
 git push -q origin main
 git remote set-head origin main
 
-# An MR branch whose service is slower, and one whose service is unchanged.
-# A third of the throughput, not 10 % less: on this shared 2-core machine with
-# builds running, a service 50 % slower measured only 11 % slower in stored
-# runs a minute apart (p = 0.06, a warn); paired runs cancel most of that.
+# An MR branch whose service is about 10 % slower (22 ms a request against 20 ms:
+# throughput -9 %, past the 5 % fail limit of this project's profiles), and one whose service is
+# unchanged. A service that waits, not one that computes: its speed does not
+# depend on what else this shared CI machine is doing.
 git checkout -q -b slower
-echo 60ms > service-delay
-git commit -qam "a slower service"
+echo 22ms > service-delay
+git commit -qam "a service 10 % slower"
 git push -q origin slower
 git checkout -q main
 git checkout -q -b unchanged
