@@ -92,7 +92,6 @@ perfgate:
     PERFGATE_BUILD_COMMAND: mkdir -p out && cp service-delay out/delay
     PERFGATE_SERVICE_COMMAND: exec perfgate demo-server --port $$PORT --delay $(cat out/delay)
     PERFGATE_PROFILE: perf/stored.json
-    PERFGATE_PAIRED_PROFILE: perf/pr-paired.json
 EOF
 cat > sharded.gitlab-ci.yml <<'EOF'
 include:
@@ -201,10 +200,14 @@ grep -q 'compared with run' "$work/MR, slower service, stored.log" ||
 git checkout -q unchanged
 expect_pipeline "MR, same service, stored" "success warning" "pass warn" mr --variable PERFGATE_MODE=stored perfgate
 
-# Paired mode, the merge requests' default: the merge base built in a worktree.
+# Paired mode, the merge requests' default: the merge base built in a worktree;
+# the template's own profile (recipe:pr-paired, built into perfgate), then the
+# user's adapted copy.
 expect_pipeline "MR, same service, paired" "success warning" "pass warn" mr perfgate
+grep -q 'profile recipe:pr-paired' "$work/MR, same service, paired.log" ||
+  fail "the paired MR did not run the template's default profile, recipe:pr-paired"
 git checkout -q slower
-expect_pipeline "MR, slower service, paired" failed fail mr perfgate
+expect_pipeline "MR, slower service, paired" failed fail mr --variable PERFGATE_PAIRED_PROFILE=perf/pr-paired.json perfgate
 grep -q 'paired' "$work/MR, slower service, paired.log" || fail "the MR run was not paired"
 
 # Sharded: one service every shard loads, 3 shards, one merge.

@@ -117,6 +117,7 @@ struct CommandLine {
     register_run_command(commands);
     register_bench_command(commands);
     register_validate_command(commands);
+    register_recipe_command(commands);
     register_demo_server_command(commands);
     register_doctor_command(commands);
     register_store_command(commands);

@@ -46,7 +46,9 @@ void register_run_command(CommandSet& commands) {
   auto opt = std::make_shared<RunOptions>();
   auto* run = commands.app().add_subcommand(
       "run", "Run a profile, judge it against the baseline, store it, report");
-  run->add_option("profile", opt->profile_path, "Profile file (JSON with comments)")->required();
+  run->add_option("profile", opt->profile_path,
+                  "Profile file (JSON with comments), or recipe:NAME (perfgate recipe)")
+      ->required();
   add_gate_options(run, opt);
   auto shard = std::make_shared<std::string>();
   run->add_option("--shard", *shard,
@@ -64,7 +66,7 @@ void register_run_command(CommandSet& commands) {
 void register_validate_command(CommandSet& commands) {
   auto path = std::make_shared<std::filesystem::path>();
   auto* validate = commands.app().add_subcommand("validate", "Check a profile and print its hash");
-  validate->add_option("profile", *path, "Profile file")->required();
+  validate->add_option("profile", *path, "Profile file, or recipe:NAME")->required();
   commands.add(validate, [path](const CommandContext& ctx) {
     auto profile = load_profile(*path, ctx.env);
     std::cout << path->string() << ": ok (profile \"" << profile.name << "\", hash "

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "perfgate/core/stop_signal.h"
+#include "perfgate/profile/profile_recipe.h"
 #include "profile_canonical.h"
 #include "profile_limits.h"
 #include "profile_sections.h"
@@ -104,7 +105,13 @@ EnvLookup process_environment() {
 }
 
 Profile load_profile(const std::filesystem::path& path, const EnvLookup& env) {
-  return parse_profile(read_text(path), path.string(), env);
+  std::string name = path.string();
+  if (!name.starts_with(kRecipePrefix)) return parse_profile(read_text(path), name, env);
+  auto recipe = find_recipe(std::string_view(name).substr(kRecipePrefix.size()));
+  if (!recipe)
+    throw Error(name + ": no such recipe; perfgate has " + recipe_names() +
+                " (a file named so needs ./ in front)");
+  return parse_profile(recipe->text, name, env);
 }
 
 Profile parse_profile(std::string_view text, const std::string& source_name, const EnvLookup& env) {

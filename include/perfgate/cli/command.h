@@ -41,6 +41,7 @@ class CommandSet {
 
 void register_run_command(CommandSet& commands);
 void register_validate_command(CommandSet& commands);
+void register_recipe_command(CommandSet& commands);
 void register_bench_command(CommandSet& commands);
 void register_demo_server_command(CommandSet& commands);
 void register_doctor_command(CommandSet& commands);     // doctor_command.cc
