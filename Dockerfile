@@ -16,9 +16,12 @@ RUN bash ci/package.sh /build -DPERFGATE_GIT_DESCRIBE="${PERFGATE_GIT_DESCRIBE}"
 
 FROM debian:12-slim
 COPY --from=build /perfgate.deb /tmp/perfgate.deb
+# git (and its CA certificates): the CI templates' paired mode checks out the
+# merge base with `git worktree` inside this image; without it every merge
+# request job would install git first.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends /tmp/perfgate.deb \
+    && apt-get install -y --no-install-recommends /tmp/perfgate.deb git ca-certificates \
     && rm -rf /var/lib/apt/lists/* /tmp/perfgate.deb
 WORKDIR /work
 ENTRYPOINT ["perfgate"]
