@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
+#include "demo_server_burner.h"
 #include "perfgate/cli/command.h"
 #include "perfgate/core/error.h"
 #include "perfgate/load/demo_server.h"
@@ -20,6 +22,7 @@ struct DemoArgs {
   std::string work = "0s";
   std::string tail_delay = "0s";
   std::string port_file;
+  int burn_threads = 0;
 };
 
 void write_port_file(const std::string& path, uint16_t port) {
@@ -38,16 +41,26 @@ int run_demo_server(DemoArgs args) {
   if (args.options.tail_delay.count() > 0 && args.options.tail_every == 0)
     throw Error("--tail-delay: needs --tail-every N (e.g. 50 for 2 % of responses)");
   if (args.work != "0s") args.options.work = duration_flag("--work", args.work);
+  // Forked before any thread of this process exists.
+  std::optional<BusyBurner> burner;
+  if (args.burn_threads > 0) {
+    burner.emplace(args.burn_threads);
+    spdlog::info("burner pid {}: {} threads spin while this server serves", burner->pid(),
+                 args.burn_threads);
+  }
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before the server's threads start
   DemoServer server(args.options);
+  std::optional<BusyWatch> watch;
+  if (burner) watch.emplace(*burner, [&server] { return server.requests_served(); });
   write_port_file(args.port_file, server.port());
   spdlog::info("demo server listening on {}", server.url());
   int signal = 0;
   sigwait(&signals, &signal);
+  watch.reset();
   server.stop();
   return 0;
 }
@@ -71,6 +84,11 @@ void register_demo_server_command(CommandSet& commands) {
   demo->add_option("--error-every", args->options.error_every, "Every N-th response is a 500");
   demo->add_option("--work", args->work, "CPU burned per response, e.g. 50us");
   demo->add_option("--body-bytes", args->options.body_bytes, "Response body size");
+  demo->add_option("--burn-while-busy", args->burn_threads,
+                   "Testing aid: N threads of a separate process, outside this server's process "
+                   "tree, burn CPU while it serves requests (and 20 ms after), so that a load "
+                   "test sees foreign CPU on this server's windows only")
+      ->check(CLI::Range(0, 256));
   commands.add(demo, [args](const CommandContext&) { return run_demo_server(*args); });
 }
 

@@ -16,6 +16,7 @@
 
 #include "perfgate/core/error.h"
 #include "perfgate/host/placement.h"
+#include "perfgate/host/proc_reader.h"
 
 namespace perfgate {
 namespace {
@@ -117,7 +118,8 @@ std::string describe_exit(int status) {
 
 }  // namespace
 
-ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus) : spec_(spec) {
+ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus)
+    : spec_(spec), cpus_(cpus) {
   if (spec_.command.empty()) throw Error("service.command: empty command");
   // The service's orphans (children of a shell that exited) become perfgate's
   // while it lives, so that stop() reaps them instead of waiting on an init
@@ -200,7 +202,7 @@ void ServiceProcess::wait_ready(const std::atomic<bool>& stop) {
     if (!running())
       throw Error("service " + in_quotes(spec_.command[0]) + " " + describe_exit(exit_status_) +
                   " before it was ready");
-    if (answers(spec_.ready_url, stop)) return;
+    if (answers(spec_.ready_url, stop)) return hold_to_cpus();
     for (int i = 0; i < 5 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (stop)
@@ -211,6 +213,16 @@ void ServiceProcess::wait_ready(const std::atomic<bool>& stop) {
   throw Error("service " + in_quotes(spec_.command[0]) +
               " not ready: " + redacted_url(spec_.ready_url) + " did not answer within " +
               format_duration(spec_.ready_timeout));
+}
+
+void ServiceProcess::hold_to_cpus() const {
+  if (cpus_.empty()) return;
+  ProcReader proc("/");
+  for (pid_t pid : proc.process_tree(pid_))
+    for (const auto& thread : proc.threads(std::to_string(pid))) {
+      CpuList now = task_cpus(thread.pid);
+      if (!now.empty() && now != cpus_) set_task_cpus(thread.pid, cpus_);
+    }
 }
 
 void ServiceProcess::stop(Nanos grace) {

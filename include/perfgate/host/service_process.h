@@ -24,6 +24,10 @@ class ServiceProcess {
 
   /// Polls `spec.ready_url` until it answers; throws Error when the service
   /// exits first, does not answer within `spec.ready_timeout`, or `stop` is set.
+  /// Once it answers, a service started on CPUs is held to them: any of its
+  /// threads that its command moved elsewhere (a `taskset` in the command, a
+  /// server that sets its own affinity) is pinned back, so that the placement
+  /// recorded with the run is the one it ran on.
   void wait_ready(const std::atomic<bool>& stop);
   /// True while the process has not exited.
   bool running();
@@ -39,7 +43,10 @@ class ServiceProcess {
   void dismiss_guardian();
   void reap_group();
 
+  void hold_to_cpus() const;
+
   ServiceSpec spec_;
+  CpuList cpus_;
   pid_t pid_ = -1;
   pid_t guardian_ = -1;   // ends the group if perfgate dies without stop()
   int guardian_fd_ = -1;  // perfgate's end of the guardian's socket
