@@ -17,6 +17,10 @@
 #                               and its ~10 % costlier candidate
 #   THREADS=1 CONNECTIONS=16 DURATION=1s WARMUP=1s COUNT=6 DISCARD=1   the profile's shape
 #   PAIRED_COUNT=8 LEG_WARMUP=250ms   paired mode's pairs (7 kept: 6 is the least that can fail)
+#   PAIRED_SCHEDULE=alternate   paired.schedule: alternate (windows in turns) or duet (both
+#                               sides' windows at the same moments); "alternate duet" runs
+#                               each paired run once per schedule, interleaved, reported as
+#                               conditions COND@alternate and COND@duet
 #   OUT=dir                     keep every run's JSON and console output here
 #
 # Each scenario gets a fresh store: SEED accepted runs of the unchanged service on
@@ -51,6 +55,7 @@ COUNT="${COUNT:-6}"
 DISCARD="${DISCARD:-1}"
 PAIRED_COUNT="${PAIRED_COUNT:-8}"
 LEG_WARMUP="${LEG_WARMUP:-250ms}"
+PAIRED_SCHEDULE="${PAIRED_SCHEDULE:-alternate}"
 
 die() { echo "gate_accuracy.sh: $*" >&2; exit 3; }
 command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
@@ -95,8 +100,10 @@ cat >"$out/profile.json" <<EOF
 EOF
 GA_PORT="$port" GA_DELAY="$BASE_DELAY" GA_TAIL_DELAY=0s GA_TAIL_EVERY=0 GA_WORK=0s "$PERFGATE" validate "$out/profile.json" >/dev/null || die "the generated profile is invalid"
 
-# Paired mode: the same target and load, the unchanged service beside it.
-cat >"$out/paired.json" <<EOF
+# Paired mode: the same target and load, the unchanged service beside it; one
+# profile per schedule.
+for schedule in $PAIRED_SCHEDULE; do
+cat >"$out/paired-$schedule.json" <<EOF
 // Written by bench/gate_accuracy.sh: paired mode, default thresholds and baseline settings.
 {
   "name": "gate-accuracy-paired",
@@ -119,12 +126,14 @@ cat >"$out/paired.json" <<EOF
         "ready_url": "http://127.0.0.1:\${GA_BASE_PORT}/health"
       }
     },
-    "leg_warmup": "$LEG_WARMUP"
+    "leg_warmup": "$LEG_WARMUP",
+    "schedule": "$schedule"
   }
 }
 EOF
 GA_PORT="$port" GA_BASE_PORT="$base_port" GA_DELAY="$BASE_DELAY" GA_TAIL_DELAY=0s GA_TAIL_EVERY=0 GA_WORK=0s \
-  GA_BASE_DELAY="$BASE_DELAY" GA_BASE_WORK=0s "$PERFGATE" validate "$out/paired.json" >/dev/null || die "the generated paired profile is invalid"
+  GA_BASE_DELAY="$BASE_DELAY" GA_BASE_WORK=0s "$PERFGATE" validate "$out/paired-$schedule.json" >/dev/null || die "the generated paired profile is invalid"
+done
 fi
 
 # run_gate NAME STORE DELAY TAIL_DELAY TAIL_EVERY WORK [FLAGS...]: one gate run; prints its
@@ -195,26 +204,37 @@ scenario() {
 }
 
 # paired_scenario NAME DELAY TAIL_DELAY TAIL_EVERY WORK: RUNS paired runs, nothing to seed.
+# With several schedules, run i of each schedule follows run i of the one before,
+# so that both meet the same minutes of the machine; NAME becomes COND@SCHEDULE/SC.
 paired_scenario() {
-  local sc="$1" delay="$2" tail="$3" every="$4" work="$5" code
-  local store="$out/$sc.db"
-  rm -f "$store" "$store"-*
-  echo "-" >"$out/$sc.seeded"
-  echo "$runs" >"$out/$sc.runs"
+  local sc="$1" delay="$2" tail="$3" every="$4" work="$5" code schedule name
+  local schedules=($PAIRED_SCHEDULE)
+  for schedule in "${schedules[@]}"; do
+    name="$sc"
+    [ "${#schedules[@]}" -gt 1 ] && name="${sc%%/*}@$schedule/${sc#*/}"
+    mkdir -p "$out/${name%/*}"
+    rm -f "$out/$name.db" "$out/$name.db"-*
+    echo "-" >"$out/$name.seeded"
+    echo "$runs" >"$out/$name.runs"
+  done
   for i in $(seq 1 "$runs"); do
-    code="$(PROFILE_FILE=paired.json run_gate "$sc-run$i" "$store" "$delay" "$tail" "$every" "$work")"
-    echo "$code" >"$out/$sc-run$i.code"
-    printf '[%s] %-5s run %2d: exit %s  %s\n' "$(date +%T)" "$sc" "$i" "$code" \
-      "$(jq -r '[.metrics.throughput_rps, .metrics.latency_p99_ms] |
-                map("\(.change_pct // "-" | if type == "number" then (. * 10 | round / 10 | tostring) + "%" else . end) \(.verdict)") |
-                "throughput " + .[0] + ", p99 " + .[1]' "$out/$sc-run$i.json" 2>/dev/null)" >&2
+    for schedule in "${schedules[@]}"; do
+      name="$sc"
+      [ "${#schedules[@]}" -gt 1 ] && name="${sc%%/*}@$schedule/${sc#*/}"
+      code="$(PROFILE_FILE="paired-$schedule.json" run_gate "$name-run$i" "$out/$name.db" "$delay" "$tail" "$every" "$work")"
+      echo "$code" >"$out/$name-run$i.code"
+      printf '[%s] %-5s run %2d: exit %s  %s\n' "$(date +%T)" "$name" "$i" "$code" \
+        "$(jq -r '[.metrics.throughput_rps, .metrics.latency_p99_ms] |
+                  map("\(.change_pct // "-" | if type == "number" then (. * 10 | round / 10 | tostring) + "%" else . end) \(.verdict)") |
+                  "throughput " + .[0] + ", p99 " + .[1]' "$out/$name-run$i.json" 2>/dev/null)" >&2
+    done
   done
 }
 
 echo "gate_accuracy: $PERFGATE, results in $out" >&2
 echo "profile: $THREADS thread x $CONNECTIONS connections, warmup $WARMUP, $COUNT x $DURATION (discard $DISCARD), default thresholds and baseline" >&2
 case " $SCENARIOS " in *" p"*)
-  echo "paired: $PAIRED_COUNT pairs of $DURATION windows (discard $DISCARD), leg warm-up $LEG_WARMUP" >&2 ;;
+  echo "paired: $PAIRED_COUNT pairs of $DURATION windows (discard $DISCARD), leg warm-up $LEG_WARMUP, schedule $PAIRED_SCHEDULE" >&2 ;;
 esac
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 started="$(date -u +%Y-%m-%dT%H:%MZ)"
@@ -249,7 +269,13 @@ started="$(date -u +%Y-%m-%dT%H:%MZ)"
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-OUT_DIR="$out" SCENARIOS="$SCENARIOS" CONDITIONS="$CONDITIONS" python3 - <<'PY'
+summary_conditions="$CONDITIONS"
+if [ "$(echo $PAIRED_SCHEDULE | wc -w)" -gt 1 ]; then
+  for cond in $CONDITIONS; do
+    for schedule in $PAIRED_SCHEDULE; do summary_conditions+=" $cond@$schedule"; done
+  done
+fi
+OUT_DIR="$out" SCENARIOS="$SCENARIOS" CONDITIONS="$summary_conditions" python3 - <<'PY'
 import json, os, statistics
 
 out = os.environ["OUT_DIR"]
@@ -325,6 +351,38 @@ for cond in conditions:
     if "loss" in sc and b is not None and n is not None:
         print(f"{cond} {sc}: baseline {b:.0f} req/s, candidate median {n:.0f} req/s "
               f"({(n - b) / b * 100:+.1f}%)")
+
+# Paired runs: the spread of the per-pair throughput ratios (candidate / baseline)
+# over every voting pair of every judged run, from the scenario's store.
+import math, sqlite3
+for cond in conditions:
+  for sc in scenarios:
+    name = f"{cond}/{sc}"
+    if not sc.startswith("p") or not os.path.exists(f"{out}/{name}.db"):
+        continue
+    db = sqlite3.connect(f"file:{out}/{name}.db?mode=ro", uri=True)
+    def rates(run_id):
+        return {idx: (resp / (ns / 1e9), disc) for idx, resp, ns, disc in db.execute(
+            "SELECT idx, responses, duration_ns, discarded FROM iterations WHERE run_id = ?", (run_id,))}
+    logs = []
+    for i in range(1, int(open(f"{out}/{name}.runs").read()) + 1):
+        try:
+            r = json.load(open(f"{out}/{name}-run{i}.json"))
+            cand, base = rates(r["run_id"]), rates(r["paired"]["baseline_run_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for idx, (c, cdisc) in cand.items():
+            b, bdisc = base.get(idx, (0, 1))
+            if not cdisc and not bdisc and c > 0 and b > 0:
+                logs.append(math.log(c / b))
+    if len(logs) < 2:
+        continue
+    pct = lambda x: (math.exp(x) - 1) * 100
+    logs.sort()
+    q = lambda f: logs[min(len(logs) - 1, int(f * len(logs)))]
+    print(f"{cond} {sc}: {len(logs)} voting pairs, throughput ratio median {pct(statistics.median(logs)):+.1f}%, "
+          f"sd {statistics.stdev(logs) * 100:.1f}%, p10..p90 {pct(q(0.1)):+.1f}%..{pct(q(0.9)):+.1f}%, "
+          f"min..max {pct(logs[0]):+.1f}%..{pct(logs[-1]):+.1f}%")
 
 head = ("condition", "scenario", "runs", "seed", "exit0", "exit1", "exit2", "exit3", "saturated",
         "metric", "fails", "past limit", "sig+past", "median change", "median p", "gate s",

@@ -301,6 +301,37 @@ TEST_F(PairedGateTest, SlightlySlowerCandidateWarns) {
   EXPECT_EQ(paired(kPairs, testing::steady(9, 800, 10ms)), ExitStatus::kWarn);
 }
 
+// The schedule reaches the measurer (redos included, which copy the profile) and
+// the result says how the pairs were measured.
+TEST_F(PairedGateTest, ResultSaysWhetherThePairsRanInTurnsOrAsADuet) {
+  options_.json_path = dir_ / "result.json";
+  auto notes = [&] {
+    std::string all;
+    auto json = result_json();  // a range-for over a temporary's member would dangle
+    for (const auto& note : json["notes"]) all += note.get<std::string>() + "\n";
+    return all;
+  };
+  EXPECT_EQ(paired(kPairs, kPairs), ExitStatus::kPass);
+  EXPECT_NE(notes().find("8 pairs of windows, in turns; judged on their ratios"), std::string::npos)
+      << notes();
+
+  auto text = testing::read_file(dir_ / "profile.json");
+  text.replace(text.find("\"leg_warmup\""), 0, "\"schedule\": \"duet\", ");
+  testing::write_file(dir_ / "profile.json", text);
+  auto schedules = std::make_shared<std::vector<std::string>>();
+  fake_.script = [schedules](const Profile& p) {
+    schedules->push_back(p.paired ? p.paired->schedule : "-");
+    return kPairs;
+  };
+  std::ostringstream out;
+  EXPECT_EQ(run_gate(options_, no_env(), out, stop_, fake_.measurer()), ExitStatus::kPass);
+  EXPECT_NE(notes().find("8 pairs of windows, both sides at once (duet); judged on their ratios"),
+            std::string::npos)
+      << notes();
+  ASSERT_FALSE(schedules->empty());
+  EXPECT_EQ(schedules->back(), "duet");
+}
+
 TEST_F(PairedGateTest, InterruptedPairedRunIsStoredAsAbortedAndSaysSo) {
   options_.json_path = dir_ / "result.json";
   fake_.aborted = true;

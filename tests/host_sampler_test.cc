@@ -67,6 +67,29 @@ TEST(HostSamplerTest, NoServiceMeansAllOtherCpuIsForeign) {
   EXPECT_NEAR(s.foreign_cpu_pct, 33.0, 1e-9);
 }
 
+// The other side of a paired run measured at the same moments is part of the
+// measurement: its CPU is neither this side's service's nor foreign.
+TEST(HostSamplerTest, CompanionCpuIsNotForeign) {
+  CgroupReader no_cgroups("");
+  ServiceWatch other{{200}, ""};
+  auto a = take_snapshot(ProcReader(fixture("debian-vm/t0")), nullptr, &other, no_cgroups, {});
+  auto b = take_snapshot(ProcReader(fixture("debian-vm/t1")), nullptr, &other, no_cgroups,
+                         SteadyClock::time_point{} + std::chrono::seconds(1));
+  auto s = diff_snapshots(a, b, 100.0);
+  EXPECT_FALSE(s.service_cpu_s);
+  EXPECT_DOUBLE_EQ(s.companion_cpu_pct.value(), 15.0);  // 30 ticks of 200, its worker's included
+  EXPECT_NEAR(s.foreign_cpu_pct, 18.0, 1e-9);           // 33 without the companion
+
+  ServiceWatch self{{200}, ""}, idle{{300}, ""};
+  a = take_snapshot(ProcReader(fixture("debian-vm/t0")), &self, &idle, no_cgroups, {});
+  b = take_snapshot(ProcReader(fixture("debian-vm/t1")), &self, &idle, no_cgroups,
+                    SteadyClock::time_point{} + std::chrono::seconds(1));
+  s = diff_snapshots(a, b, 100.0, 102);
+  EXPECT_DOUBLE_EQ(s.service_cpu_pct.value(), 15.0);
+  EXPECT_DOUBLE_EQ(s.companion_cpu_pct.value(), 0.0);
+  EXPECT_NEAR(s.foreign_cpu_pct, 18.0, 1e-9);
+}
+
 TEST(HostSamplerTest, WindowTakesSamplesByMidpoint) {
   auto t0 = SteadyClock::time_point{} + std::chrono::seconds(10);
   std::vector<HostSample> samples;

@@ -168,6 +168,26 @@ TEST(PairedProfileTest, StoredProfileParsesBackToTheSamePairing) {
   EXPECT_EQ(again.hash, p.hash);
 }
 
+TEST(PairedProfileTest, ScheduleIsAlternateUnlessDuetIsAsked) {
+  const std::string origin = R"("baseline": {"origin": "http://127.0.0.1:8081"})";
+  auto plain = parse(paired_profile("{" + origin + "}"));
+  EXPECT_EQ(plain.paired->schedule, "alternate");
+  // Absent from the stored profile and the hash when default: earlier runs read the same.
+  EXPECT_EQ(plain.redacted_json.find("schedule"), std::string::npos) << plain.redacted_json;
+  EXPECT_EQ(parse(paired_profile("{" + origin + R"(, "schedule": "alternate"})")).hash, plain.hash);
+
+  auto duet = parse(paired_profile("{" + origin + R"(, "schedule": "duet"})"));
+  EXPECT_EQ(duet.paired->schedule, "duet");
+  // Both sides loaded at once each measure slower than alone: another test.
+  EXPECT_NE(duet.hash, plain.hash);
+  auto again = parse(duet.redacted_json);
+  EXPECT_EQ(again.paired->schedule, "duet");
+  EXPECT_EQ(again.hash, duet.hash);
+
+  expect_one_problem(paired_profile("{" + origin + R"(, "schedule": "together"})"),
+                     {"paired.schedule", "\"alternate\" or \"duet\"", "together"});
+}
+
 TEST(PairedProfileTest, APairedRunCannotBeSharded) {
   auto p = parse(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}})"));
   try {

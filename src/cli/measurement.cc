@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <barrier>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -139,10 +141,19 @@ std::unique_ptr<PinnedTrees> pin_watched(const Placement& placement, const Servi
   return pinned;
 }
 
+// One side's leg of a duet: both legs wait for each other before their load
+// starts, so that their warm-ups and windows coincide; the other side's service
+// is the sampler's companion, part of the measurement rather than foreign CPU.
+struct DuetLeg {
+  std::barrier<>* start = nullptr;
+  std::optional<ServiceWatch> companion;
+  bool arrived = false;  // at `start`: a leg that failed before must drop out of it
+};
+
 // One engine run of `plan` with the host sampled around it.
 Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::atomic<bool>& stop,
                      const ServiceSearch& service, std::optional<WallTime> start_at,
-                     Progress* progress, const Placement& placement) {
+                     Progress* progress, const Placement& placement, DuetLeg* duet = nullptr) {
   auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
   probe_target(profile.target, profile.load.timeout);
   log_service(profile, service, progress ? spdlog::level::info : spdlog::level::debug);
@@ -158,7 +169,13 @@ Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::at
   m.unattributed_listener = service.unattributed_listener;
   HostSampler sampler(
       ProcReader("/"), profile.saturation.interval,
-      service.service ? std::optional(ServiceWatch::of(*service.service)) : std::nullopt);
+      service.service ? std::optional(ServiceWatch::of(*service.service)) : std::nullopt,
+      duet ? duet->companion : std::nullopt);
+  if (duet) {
+    duet->arrived = true;
+    duet->start->arrive_and_wait();
+    m.origin = SteadyClock::now();
+  }
   sampler.start();
   // The engine reports each iteration right after its window closes: that moment,
   // less the window's length, is the window on the sampler's clock.
@@ -380,9 +397,94 @@ void append_leg(Measurement& side, Measurement leg, int index, bool discarded) {
 
 }  // namespace
 
+namespace {
+
+// What both schedules share while a batch of pairs is measured.
+struct PairBatch {
+  const Profile& candidate;
+  const PairedSpec& paired;
+  const std::atomic<bool>& stop;
+  const Placement& placement;
+  Progress* progress;
+  int pairs;
+};
+
+LoadPlan leg_plan(const PairBatch& batch, const PairedSide& side) {
+  LoadPlan plan = plan_from_profile(side.profile);
+  plan.iterations = 1;
+  plan.discard = 0;
+  plan.warmup =
+      side.out.load.iterations.empty() ? batch.candidate.load.warmup : batch.paired.leg_warmup;
+  return plan;
+}
+
+void show_leg(const PairBatch& batch, const PairedSide& side, int shown_index) {
+  if (!batch.progress || side.out.load.iterations.empty()) return;
+  Iteration shown = side.out.load.iterations.back();
+  shown.index = shown_index;
+  batch.progress->on_iteration(shown);
+}
+
+// Pair i as two windows one after the other, the order alternating A B, B A.
+void measure_alternate_pair(const PairBatch& batch, std::array<PairedSide, 2>& sides, int i) {
+  for (int k = 0; k < 2 && !batch.stop; ++k) {
+    PairedSide& side = sides[static_cast<size_t>(i % 2 == 0 ? k : 1 - k)];
+    spdlog::debug("pair {}/{}: {} window", i + 1, batch.pairs, side.name);
+    auto leg = run_load(side.profile, leg_plan(batch, side), batch.stop, side.service, std::nullopt,
+                        nullptr, batch.placement);
+    append_leg(side.out, std::move(leg), i, i < batch.candidate.repeat.discard);
+    show_leg(batch, side, 2 * i + k);
+  }
+}
+
+std::optional<ServiceWatch> watch_of(const ServiceSearch& found) {
+  return found.service ? std::optional(ServiceWatch::of(*found.service)) : std::nullopt;
+}
+
+// Pair i as two windows at the same moments: each side's own engine on its own
+// thread, both released together once ready, on the same load CPUs (each leg
+// thread pins itself, and its engine's threads inherit that).
+void measure_duet_pair(const PairBatch& batch, std::array<PairedSide, 2>& sides, int i) {
+  std::barrier<> start(2);
+  std::array<DuetLeg, 2> legs;
+  std::array<Measurement, 2> measured;
+  std::array<std::exception_ptr, 2> failed;
+  std::array<LoadPlan, 2> plans = {leg_plan(batch, sides[0]), leg_plan(batch, sides[1])};
+  {
+    std::array<std::jthread, 2> threads;
+    for (size_t k = 0; k < 2; ++k) {
+      legs[k].start = &start;
+      legs[k].companion = watch_of(sides[1 - k].service);
+      threads[k] = std::jthread([&, k] {
+        try {
+          measured[k] = run_load(sides[k].profile, plans[k], batch.stop, sides[k].service,
+                                 std::nullopt, nullptr, batch.placement, &legs[k]);
+        } catch (...) {
+          failed[k] = std::current_exception();
+          if (!legs[k].arrived) start.arrive_and_drop();  // the other leg runs alone
+        }
+      });
+    }
+  }  // both legs joined
+  for (const auto& error : failed)
+    if (error) std::rethrow_exception(error);
+  if (!measured[0].wall_ms.empty() && !measured[1].wall_ms.empty())
+    spdlog::debug("pair {}/{}: duet windows, baseline {}-{}, candidate {}-{} (Unix ms)", i + 1,
+                  batch.pairs, measured[0].wall_ms.front().first,
+                  measured[0].wall_ms.front().second, measured[1].wall_ms.front().first,
+                  measured[1].wall_ms.front().second);
+  for (size_t k = 0; k < 2; ++k) {
+    append_leg(sides[k].out, std::move(measured[k]), i, i < batch.candidate.repeat.discard);
+    show_leg(batch, sides[k], 2 * i + static_cast<int>(k));
+  }
+}
+
+}  // namespace
+
 PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseline,
                                  const std::atomic<bool>& stop) {
   const PairedSpec& paired = candidate.paired.value();
+  const bool duet = paired.schedule == "duet";
   PairedMeasurement out;
   std::optional<std::string> death;
   // One placement for both sides: the candidate's profile decides it for the pair.
@@ -406,26 +508,20 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
     auto pinned_base = pin_watched(placement, sides[0].service, baseline_service.get());
     auto pinned_cand = pin_watched(placement, sides[1].service, candidate_service.get());
     auto leg_length = candidate.load.duration + paired.leg_warmup;
-    auto progress = make_progress(2 * pairs, 2 * candidate.load.warmup + 2 * pairs * leg_length);
-    spdlog::info("paired: {} pairs of {} windows, baseline at {}, order A B, B A, ...", pairs,
-                 format_duration(candidate.load.duration), redacted_url(paired.origin));
+    // A duet's two windows take the time of one.
+    int sides_in_turn = duet ? 1 : 2;
+    auto progress =
+        make_progress(2 * pairs, sides_in_turn * (candidate.load.warmup + pairs * leg_length));
+    spdlog::info("paired: {} pairs of {} windows, baseline at {}, {}", pairs,
+                 format_duration(candidate.load.duration), redacted_url(paired.origin),
+                 duet ? "both sides at once (duet)" : "order A B, B A, ...");
+    PairBatch batch{candidate, paired, guard.stop(), placement, progress ? &*progress : nullptr,
+                    pairs};
     for (int i = 0; i < pairs && !guard.stop(); ++i) {
-      for (int k = 0; k < 2 && !guard.stop(); ++k) {
-        PairedSide& side = sides[static_cast<size_t>(i % 2 == 0 ? k : 1 - k)];
-        LoadPlan plan = plan_from_profile(side.profile);
-        plan.iterations = 1;
-        plan.discard = 0;
-        plan.warmup = side.out.load.iterations.empty() ? candidate.load.warmup : paired.leg_warmup;
-        spdlog::debug("pair {}/{}: {} window", i + 1, pairs, side.name);
-        auto leg = run_load(side.profile, plan, guard.stop(), side.service, std::nullopt, nullptr,
-                            placement);
-        append_leg(side.out, std::move(leg), i, i < candidate.repeat.discard);
-        if (progress && !side.out.load.iterations.empty()) {
-          Iteration shown = side.out.load.iterations.back();
-          shown.index = 2 * i + k;
-          progress->on_iteration(shown);
-        }
-      }
+      if (duet)
+        measure_duet_pair(batch, sides, i);
+      else
+        measure_alternate_pair(batch, sides, i);
     }
     if (progress) progress->finish();
     death = guard.finish();

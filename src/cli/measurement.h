@@ -52,9 +52,12 @@ struct PairedMeasurement {
 };
 
 /// Starts both services (when the profiles start them), then runs
-/// `candidate.repeat.count` pairs of windows, one per side, alternating the order
-/// A B, B A, A B ... so that neither side always goes first after the other's
-/// load. Each side warms up for `load.warmup` before its first window and for
+/// `candidate.repeat.count` pairs of windows, one per side. `paired.schedule`
+/// "alternate" measures a pair's windows in turns, the order A B, B A, A B ... so
+/// that neither side always goes first after the other's load; "duet" measures
+/// them at the same moments, each side by its own engine on its own thread, with
+/// the other side's service watched as part of the measurement, not foreign CPU.
+/// Each side warms up for `load.warmup` before its first window and for
 /// `paired.leg_warmup` before every later one. Iteration i of both sides is pair i.
 PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseline,
                                  const std::atomic<bool>& stop);

@@ -152,9 +152,12 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
                          r.iterations_kept,
                          to_seconds(profile.paired->leg_warmup)};
     record_pair(options, store, p, r, paired);
-    r.notes.insert(r.notes.begin(), "paired with " + paired.baseline_url + ": " +
-                                        std::to_string(paired.pairs) +
-                                        " pairs of windows, in turns; judged on their ratios");
+    r.notes.insert(
+        r.notes.begin(),
+        "paired with " + paired.baseline_url + ": " + std::to_string(paired.pairs) +
+            " pairs of windows, " +
+            (profile.paired->schedule == "duet" ? "both sides at once (duet)" : "in turns") +
+            "; judged on their ratios");
     r.notes.insert(r.notes.end(), screening_notes.begin(), screening_notes.end());
     note_shared_load(p.cand.saturation, r.notes);
     r.paired = paired;

@@ -81,8 +81,48 @@ HostSnapshot take_snapshot(const ProcReader& proc, std::optional<pid_t> service,
   return take_snapshot(proc, &watch, CgroupReader(""), now);
 }
 
+namespace {
+
+struct WatchedCpu {
+  std::optional<double> cpu_total_s;
+  uint64_t rss_kib = 0;
+};
+
+// A cgroup counts every task that ever ran in it, exited workers included;
+// when it is gone the watch is no longer measured, not measured as idle.
+WatchedCpu read_watch(const ProcReader& proc, const ServiceWatch& watch,
+                      const CgroupReader& cgroups) {
+  WatchedCpu out;
+  if (!watch.cgroup.empty()) {
+    if (auto usec = cgroups.usage_usec(watch.cgroup)) {
+      out.cpu_total_s = static_cast<double>(*usec) / 1e6;
+      out.rss_kib = cgroups.memory_bytes(watch.cgroup).value_or(0) / 1024;
+    }
+    return out;
+  }
+  uint64_t ticks = 0;
+  std::vector<pid_t> seen;
+  for (pid_t root : watch.roots)
+    for (pid_t pid : proc.process_tree(root)) {
+      if (std::find(seen.begin(), seen.end(), pid) != seen.end()) continue;
+      seen.push_back(pid);
+      if (auto p = proc.process(pid)) ticks += p->cpu_ticks();
+      out.rss_kib += proc.rss_kib(std::to_string(pid)).value_or(0);
+    }
+  out.cpu_total_s = static_cast<double>(ticks) / ticks_per_second();
+  return out;
+}
+
+}  // namespace
+
 HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
                            const CgroupReader& cgroups, SteadyClock::time_point now) {
+  return take_snapshot(proc, service, nullptr, cgroups, now);
+}
+
+HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
+                           const ServiceWatch* companion, const CgroupReader& cgroups,
+                           SteadyClock::time_point now) {
   HostSnapshot s;
   s.at = now;
   s.cpu = proc.cpu();
@@ -95,26 +135,11 @@ HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
   s.io_pressure = proc.pressure("io");
   s.own_threads = proc.threads("self");
   s.own_rss_kib = proc.rss_kib("self").value_or(0);
+  if (companion) s.companion_cpu_total_s = read_watch(proc, *companion, cgroups).cpu_total_s;
   if (!service) return s;
-  // A cgroup counts every task that ever ran in it, exited workers included;
-  // when it is gone the service is no longer measured, not measured as idle.
-  if (!service->cgroup.empty()) {
-    if (auto usec = cgroups.usage_usec(service->cgroup)) {
-      s.service_cpu_total_s = static_cast<double>(*usec) / 1e6;
-      s.service_rss_kib = cgroups.memory_bytes(service->cgroup).value_or(0) / 1024;
-    }
-    return s;
-  }
-  uint64_t ticks = 0;
-  std::vector<pid_t> seen;
-  for (pid_t root : service->roots)
-    for (pid_t pid : proc.process_tree(root)) {
-      if (std::find(seen.begin(), seen.end(), pid) != seen.end()) continue;
-      seen.push_back(pid);
-      if (auto p = proc.process(pid)) ticks += p->cpu_ticks();
-      s.service_rss_kib += proc.rss_kib(std::to_string(pid)).value_or(0);
-    }
-  s.service_cpu_total_s = static_cast<double>(ticks) / ticks_per_second();
+  auto watched = read_watch(proc, *service, cgroups);
+  s.service_cpu_total_s = watched.cpu_total_s;
+  s.service_rss_kib = watched.rss_kib;
   return s;
 }
 
@@ -146,8 +171,12 @@ HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double t
     s.service_cpu_pct = capacity_s > 0 ? 100.0 * *s.service_cpu_s / capacity_s : 0.0;
     s.service_rss_kib = b.service_rss_kib;
   }
+  if (a.companion_cpu_total_s && b.companion_cpu_total_s && capacity_s > 0)
+    s.companion_cpu_pct =
+        100.0 * std::max(0.0, *b.companion_cpu_total_s - *a.companion_cpu_total_s) / capacity_s;
   s.foreign_cpu_pct =
-      std::max(0.0, s.cpu_busy_pct - s.own_cpu_pct - s.service_cpu_pct.value_or(0.0));
+      std::max(0.0, s.cpu_busy_pct - s.own_cpu_pct - s.service_cpu_pct.value_or(0.0) -
+                        s.companion_cpu_pct.value_or(0.0));
   return s;
 }
 
@@ -323,6 +352,12 @@ HostSampler::HostSampler(ProcReader proc, Nanos interval, std::optional<ServiceW
       max_samples_(max_samples),
       ticks_per_s_(ticks_per_second()) {}
 
+HostSampler::HostSampler(ProcReader proc, Nanos interval, std::optional<ServiceWatch> service,
+                         std::optional<ServiceWatch> companion)
+    : HostSampler(std::move(proc), interval, std::move(service)) {
+  companion_ = std::move(companion);
+}
+
 void HostSampler::start() {
   if (thread_.joinable()) return;
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
@@ -352,7 +387,9 @@ void HostSampler::loop(std::stop_token stop) {
   auto tid = static_cast<pid_t>(syscall(SYS_gettid));
   std::mutex m;
   std::condition_variable_any wake;
-  auto before = take_snapshot(proc_, service_ ? &*service_ : nullptr, cgroups_, SteadyClock::now());
+  const ServiceWatch* service = service_ ? &*service_ : nullptr;
+  const ServiceWatch* companion = companion_ ? &*companion_ : nullptr;
+  auto before = take_snapshot(proc_, service, companion, cgroups_, SteadyClock::now());
   auto next = before.at;
   // At least one sample, even when stop() came while the first snapshot was
   // read (a short run on a starved host): a run with no sample has no claim.
@@ -361,8 +398,7 @@ void HostSampler::loop(std::stop_token stop) {
     std::unique_lock lock(m);
     wake.wait_until(lock, stop, next, [] { return false; });
     lock.unlock();
-    auto after =
-        take_snapshot(proc_, service_ ? &*service_ : nullptr, cgroups_, SteadyClock::now());
+    auto after = take_snapshot(proc_, service, companion, cgroups_, SteadyClock::now());
     add(before, after, tid);
     next = std::max(next, after.at);  // a slow read skips ahead instead of bursting
     before = std::move(after);

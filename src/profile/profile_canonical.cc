@@ -65,6 +65,10 @@ static json run_shape(const Profile& p) {
   if (p.paired)
     shape["paired"] = {{"baseline", {{"origin", p.paired->origin}}},
                        {"leg_warmup", p.paired->leg_warmup.count()}};
+  // Duet's sides share the machine at once, so each measures slower than alone:
+  // other figures than an alternating run's. Only when set, so earlier hashes hold.
+  if (p.paired && p.paired->schedule != PairedSpec{}.schedule)
+    shape["paired"]["schedule"] = p.paired->schedule;
   return shape;
 }
 
@@ -269,6 +273,7 @@ std::string redacted_profile_json(const Profile& p, const Doc& raw) {
       out["paired"]["max_redos"] = p.paired->max_redos;
     if (p.paired->disturbance_pct != PairedSpec{}.disturbance_pct)
       out["paired"]["disturbance"] = percent_text(p.paired->disturbance_pct);
+    if (p.paired->schedule != PairedSpec{}.schedule) out["paired"]["schedule"] = p.paired->schedule;
   }
   // Written only when not the default, so that stored profiles of earlier runs read the same.
   if (p.placement.mode == "off") out["placement"] = "off";

@@ -11,8 +11,8 @@ constexpr std::array<std::string_view, 14> kRootKeys = {
     "$schema", "name",       "description", "target", "load",   "repeat",    "thresholds",
     "service", "saturation", "baseline",    "redact", "paired", "placement", "store"};
 constexpr std::array<std::string_view, 1> kStoreKeys = {"raw_samples"};
-constexpr std::array<std::string_view, 4> kPairedKeys = {"baseline", "leg_warmup", "max_redos",
-                                                         "disturbance"};
+constexpr std::array<std::string_view, 5> kPairedKeys = {"baseline", "leg_warmup", "max_redos",
+                                                         "disturbance", "schedule"};
 constexpr std::array<std::string_view, 3> kPairedBaselineKeys = {"origin", "service", "commit"};
 constexpr std::array<std::string_view, 3> kBaselineKeys = {"window", "drift_window", "confidence"};
 constexpr std::array<std::string_view, 8> kLoadKeys = {
@@ -261,6 +261,9 @@ std::optional<PairedSpec> read_paired(const Section& root, const Profile& p) {
   spec.leg_warmup = s.duration("leg_warmup", true, kMaxWarmup).value_or(spec.leg_warmup);
   spec.max_redos = s.integer("max_redos", 0, kMaxRepeats).value_or(spec.max_redos);
   spec.disturbance_pct = s.percent("disturbance", 100).value_or(spec.disturbance_pct);
+  spec.schedule = s.string("schedule").value_or(spec.schedule);
+  if (spec.schedule != "alternate" && spec.schedule != "duet")
+    s.problem("schedule", "must be \"alternate\" or \"duet\", got " + json_quoted(spec.schedule));
   int kept = p.repeat.count - p.repeat.discard;
   int needed = min_pairs(p.baseline.confidence);
   if (kept > 0 && kept < needed)

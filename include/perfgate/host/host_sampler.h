@@ -31,6 +31,7 @@ struct HostSnapshot {
   uint64_t own_rss_kib = 0;
   std::optional<double> service_cpu_total_s;  // the service's CPU so far, when it is known
   uint64_t service_rss_kib = 0;
+  std::optional<double> companion_cpu_total_s;  // the companion's CPU so far, when watched
 };
 
 /// What the sampler counts as the service: process trees (a root and its
@@ -49,6 +50,12 @@ HostSnapshot take_snapshot(const ProcReader& proc, std::optional<pid_t> service,
 /// The same, with the service as a watch (trees or a cgroup); nullptr = unknown.
 HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
                            const CgroupReader& cgroups, SteadyClock::time_point now);
+/// The same, also reading `companion`: processes that are part of the measurement
+/// but not this service (the other side of a paired run measured at the same
+/// moments), so that their CPU is neither the service's nor foreign.
+HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
+                           const ServiceWatch* companion, const CgroupReader& cgroups,
+                           SteadyClock::time_point now);
 
 /// One thread's CPU over an interval, in percent of one core.
 struct ThreadLoad {
@@ -75,7 +82,8 @@ struct HostSample {
   std::optional<double> service_cpu_s;  // CPU-seconds the service tree used in the interval
   std::optional<double> service_cpu_pct;
   uint64_t service_rss_kib = 0;
-  double foreign_cpu_pct = 0;  // host busy minus perfgate minus the service, never negative
+  std::optional<double> companion_cpu_pct;  // the companion watch's, % of all cores
+  double foreign_cpu_pct = 0;  // host busy minus perfgate, the service and its companion, >= 0
 
   double seconds() const { return std::chrono::duration<double>(end - start).count(); }
 };
@@ -132,6 +140,9 @@ class HostSampler {
  public:
   HostSampler(ProcReader proc, Nanos interval, std::optional<ServiceWatch> service,
               size_t max_samples = 20000);
+  /// Also watches `companion` (see take_snapshot): its CPU is not foreign.
+  HostSampler(ProcReader proc, Nanos interval, std::optional<ServiceWatch> service,
+              std::optional<ServiceWatch> companion);
   ~HostSampler() { stop(); }
   HostSampler(const HostSampler&) = delete;
   HostSampler& operator=(const HostSampler&) = delete;
@@ -148,6 +159,7 @@ class HostSampler {
   ProcReader proc_;
   Nanos interval_;
   std::optional<ServiceWatch> service_;
+  std::optional<ServiceWatch> companion_;
   CgroupReader cgroups_;
   size_t max_samples_;
   double ticks_per_s_;

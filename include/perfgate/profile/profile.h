@@ -92,6 +92,10 @@ struct PairedSpec {
   // A pair whose sides' foreign CPU or steal (% of the host) differ by more is
   // disturbed: a burst fell on one side. It is dropped, not voted.
   double disturbance_pct = 15;
+  // How one batch of pairs is measured: "alternate" runs a pair's two windows one
+  // after the other (A B, B A, ...); "duet" runs them at the same moments, each
+  // side loaded by its own engine, so that a burst on the machine hits both alike.
+  std::string schedule = "alternate";
 };
 
 /// Which cores the load threads and the service run on (`placement` in the
