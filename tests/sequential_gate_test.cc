@@ -133,6 +133,16 @@ TEST_F(SequentialGateTest, AnUndecidedRunStopsAtMaxCount) {
   EXPECT_EQ(stopped(), "max_count 16 reached: still undecided (throughput_rps)");
 }
 
+TEST_F(SequentialGateTest, ASignalAfterTheLoadStopsTheExtension) {
+  seed();
+  // SIGINT/SIGTERM set the stop flag after the first load's windows were measured:
+  // the run is judged on what it has, and says so.
+  fake_.during = [this] { stop_ = true; };
+  gate(windows({1000, 935, 1001, 936, 1002, 937}), windows({1003, 938}));
+  EXPECT_EQ(*fake_.loads, 1);
+  EXPECT_EQ(stopped(), "stopped by a signal after 6 iterations: still undecided (throughput_rps)");
+}
+
 TEST_F(SequentialGateTest, WithoutMaxCountNothingChanges) {
   std::string text = kStored;
   text.replace(text.find(", \"max_count\": 16"), 17, "");
