@@ -16,6 +16,7 @@
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/baseline_store.h"
 #include "perfgate/store/stored_run.h"
+#include "sequential_run.h"
 
 namespace perfgate {
 namespace {
@@ -52,6 +53,16 @@ GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures
   auto judgement = judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
                          {profile.baseline.confidence}, drift ? &drift->sample : nullptr);
   return assemble(profile, rec, judgement, selection);
+}
+
+// One look of a sequential run: judged at the plan's stricter level, then
+// whether to measure more.
+SequentialStep look(const Profile& judging, const MeasuredRun& run,
+                    const BaselineSelection& selection, const std::atomic<bool>& stop, int taken,
+                    const SequentialPlan& plan) {
+  GateResult r = judged(judging, run.record, run.figures, selection);
+  Judgement j{r.verdict, r.checks, {}};
+  return next_step(j, run.record.saturation.saturated, stop, taken, plan);
 }
 
 // A pull/merge request with nothing to compare with would pass unjudged (a
@@ -240,9 +251,33 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     Measurement m = measurer.load(profile, stop, start_at);
     gate.loaded(m.load);
     if (m.aborted) record_aborted(gate, store, profile, m, host);
+    auto plan = sequential_plan(profile);
+    Profile judging = judging_profile(profile, plan);
     auto run = measured(profile, m, gate.partial().ci, host, gate.partial().started_at);
+    std::optional<SequentialSummary> sequential;
+    if (plan.extends()) {
+      int taken = profile.repeat.count;
+      auto step = look(judging, run, selection, stop, taken, plan);
+      while (step.more) {
+        int n = plan.next_batch(taken);
+        spdlog::info("sequential: still undecided after {} iterations; measuring {} more", taken,
+                     n);
+        append_measurement(m, measurer.load(batch_profile(profile, n), stop, std::nullopt));
+        taken += n;
+        if (m.aborted) record_aborted(gate, store, profile, m, host);
+        run = measured(profile, m, gate.partial().ci, host, gate.partial().started_at);
+        step = look(judging, run, selection, stop, taken, plan);
+      }
+      auto why =
+          stop_reason(step, run.record.saturation.saturated, stop, taken, plan, "iterations");
+      sequential = sequential_summary(plan, profile.baseline.confidence, taken, "iterations", why);
+    }
     GateResult result =
-        judge_and_store(options, store, profile, selection, std::move(run.record), run.figures);
+        judge_and_store(options, store, judging, selection, std::move(run.record), run.figures);
+    if (sequential) {
+      result.notes.push_back(sequential_note(*sequential));
+      result.sequential = sequential;
+    }
     result.host_summary = run.host_summary;
     result.host_summary.doctor_warnings = doctor_warnings;
     result.in_flight_at_end = run.in_flight_at_end;

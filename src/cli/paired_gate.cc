@@ -5,11 +5,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
 #include "gate_pipeline.h"
 #include "pair_screening.h"
+#include "sequential_run.h"
 
 namespace perfgate {
 namespace {
@@ -94,6 +96,44 @@ void apply_screening(const PairScreening& screening, int planned, PairedRecords&
   p.base.verdict = Verdict::kWarn;
 }
 
+// A paired run judged as it stands: its figures, its other side as the
+// baseline, the verdict at `confidence`.
+struct PairedLook {
+  RunFigures now;
+  BaselineSelection selection;
+  Judgement judgement;
+};
+
+PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const Profile& profile,
+                       double confidence) {
+  PairedLook look;
+  look.now = run_figures(p.cand.iterations, service_cpu(m.candidate.windows));
+  look.selection.baseline = Baseline{{}, {}, {}};
+  look.selection.baseline->sample.pooled =
+      run_figures(p.base.iterations, service_cpu(m.baseline.windows));
+  look.selection.baseline->sample.paired = true;
+  look.judgement = judge(look.now, &look.selection.baseline->sample, profile.thresholds,
+                         p.cand.saturation, {confidence});
+  return look;
+}
+
+// An extension's disturbed pairs do not vote; they are not measured again
+// (the next batch, if the run is still undecided, is).
+int drop_disturbed_batch(PairedMeasurement& more, const PairedSpec& spec) {
+  int dropped = 0;
+  size_t pairs =
+      std::min(more.baseline.load.iterations.size(),
+               std::min(more.candidate.load.iterations.size(),
+                        std::min(more.baseline.windows.size(), more.candidate.windows.size())));
+  for (size_t i = 0; i < pairs; ++i) {
+    if (!pair_disturbance(more, i, spec)) continue;
+    more.baseline.load.iterations[i].discarded = true;
+    more.candidate.load.iterations[i].discarded = true;
+    ++dropped;
+  }
+  return dropped;
+}
+
 // Both sides in one transaction: never half a pair.
 void record_pair(const RunOptions& options, std::optional<BaselineStore>& store, PairedRecords& p,
                  GateResult& r, PairedSummary& paired) {
@@ -132,18 +172,45 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
       return measurer.paired(redo_profile(profile, pairs), redo_profile(base_profile, pairs), stop);
     });
     if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
+    auto plan = sequential_plan(profile);
+    double confidence = plan.look_confidence(profile.baseline.confidence);
     auto p = paired_records(profile, base_profile, m, gate.partial(), host);
     std::vector<std::string> screening_notes;
     apply_screening(screening, profile.repeat.count - profile.repeat.discard, p, screening_notes);
-    RunFigures now = run_figures(p.cand.iterations, service_cpu(m.candidate.windows));
-    BaselineSelection selection;
-    selection.baseline = Baseline{{}, {}, {}};
-    selection.baseline->sample.pooled =
-        run_figures(p.base.iterations, service_cpu(m.baseline.windows));
-    selection.baseline->sample.paired = true;
-    auto judgement = judge(now, &selection.baseline->sample, profile.thresholds, p.cand.saturation,
-                           {profile.baseline.confidence});
+    auto look = paired_look(p, m, profile, confidence);
+    std::optional<SequentialSummary> sequential;
+    if (plan.extends()) {
+      int taken = profile.repeat.count;
+      int dropped = 0;
+      auto step = next_step(look.judgement, p.cand.saturation.saturated, stop, taken, plan);
+      while (step.more) {
+        int n = plan.next_batch(taken);
+        spdlog::info("sequential: still undecided after {} pairs; measuring {} more", taken, n);
+        auto more =
+            measurer.paired(batch_profile(profile, n), batch_profile(base_profile, n), stop);
+        dropped += drop_disturbed_batch(more, *profile.paired);
+        append_measurement(m.baseline, more.baseline);
+        append_measurement(m.candidate, more.candidate);
+        taken += n;
+        if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
+        std::string pair = p.cand.pair;
+        p = paired_records(profile, base_profile, m, gate.partial(), host);
+        p.cand.pair = p.base.pair = pair;
+        std::vector<std::string> ignored;
+        apply_screening(screening, profile.repeat.count - profile.repeat.discard, p, ignored);
+        look = paired_look(p, m, profile, confidence);
+        step = next_step(look.judgement, p.cand.saturation.saturated, stop, taken, plan);
+      }
+      auto why = stop_reason(step, p.cand.saturation.saturated, stop, taken, plan, "pairs");
+      if (dropped > 0)
+        why += "; " + std::to_string(dropped) + " added pairs dropped as disturbed, not voted";
+      sequential = sequential_summary(plan, profile.baseline.confidence, taken, "pairs", why);
+    }
+    RunFigures now = look.now;
+    BaselineSelection selection = look.selection;
+    auto judgement = look.judgement;
     GateResult r = assemble(profile, p.cand, judgement, selection);
+    r.confidence = confidence;
     r.baseline_commit = p.base.ci.commit;
     PairedSummary paired{redacted_url(base_profile.target.url),
                          p.base.ci.commit,
@@ -161,6 +228,10 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
     r.notes.insert(r.notes.end(), screening_notes.begin(), screening_notes.end());
     note_shared_load(p.cand.saturation, r.notes);
     r.paired = paired;
+    if (sequential) {
+      r.notes.push_back(sequential_note(*sequential));
+      r.sequential = sequential;
+    }
     r.host_summary = host_summary({&m.candidate, &m.baseline}, now.summary);
     r.host_summary.doctor_warnings = doctor_warnings;
     r.in_flight_at_end = m.candidate.load.in_flight_at_end;

@@ -253,6 +253,8 @@ std::string redacted_profile_json(const Profile& p, const Doc& raw) {
                 {"connect_timeout", format_duration(p.load.connect_timeout)}}},
               {"repeat", {{"count", p.repeat.count}, {"discard", p.repeat.discard}}},
               {"thresholds", thresholds_json(p.thresholds)}};
+  // Only when set, so that the profiles of earlier runs read back unchanged.
+  if (p.repeat.max_count > p.repeat.count) out["repeat"]["max_count"] = p.repeat.max_count;
   if (!p.requests.empty()) {
     json mix = json::array();
     for (size_t i = 0; i < p.requests.size(); ++i)

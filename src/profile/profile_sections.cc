@@ -17,7 +17,7 @@ constexpr std::array<std::string_view, 3> kPairedBaselineKeys = {"origin", "serv
 constexpr std::array<std::string_view, 3> kBaselineKeys = {"window", "drift_window", "confidence"};
 constexpr std::array<std::string_view, 8> kLoadKeys = {
     "threads", "connections", "duration", "warmup", "rate", "engine", "timeout", "connect_timeout"};
-constexpr std::array<std::string_view, 2> kRepeatKeys = {"count", "discard"};
+constexpr std::array<std::string_view, 3> kRepeatKeys = {"count", "discard", "max_count"};
 constexpr std::array<std::string_view, 3> kFloorKeys = {"warn", "fail", "min"};
 constexpr std::array<std::string_view, 3> kCeilingKeys = {"warn", "fail", "max"};
 constexpr std::array<std::string_view, 9> kServiceKeys = {
@@ -91,6 +91,12 @@ RepeatSpec read_repeat(const Section& root) {
   auto discard = s.integer("discard", 0, kMaxRepeats);
   repeat.count = count.value_or(repeat.count);
   repeat.discard = discard.value_or(repeat.discard);
+  if (auto most = s.integer("max_count", 1, kMaxRepeats)) {
+    if (*most < repeat.count)
+      s.problem("max_count", "must be at least count (" + std::to_string(repeat.count) + "), got " +
+                                 std::to_string(*most));
+    repeat.max_count = *most;
+  }
   if ((count || !s.has("count")) && (discard || !s.has("discard")) &&
       repeat.discard >= repeat.count)
     s.problem("discard", "must be less than count (" + std::to_string(repeat.count) + "), got " +

@@ -163,6 +163,8 @@ std::string console_report(const GateResult& result) {
     std::vector<Row> rows = {header_row(result)};
     for (const MetricCheck& check : result.checks) rows.push_back(row_of(check));
     text += render_table(rows);
+    if (auto detectable = report::detectable_changes(result); !detectable.empty())
+      text += detectable + "\n";
   }
   return text + notes(result) + verdict_line(result);
 }

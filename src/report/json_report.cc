@@ -49,7 +49,8 @@ json test_json(const std::optional<ChangeTest>& t) {
           {"n_now", t->n_now},
           {"n_baseline", t->n_base},
           {"baseline_runs", t->baseline_runs},
-          {"method", t->method}};
+          {"method", t->method},
+          {"detectable_change_pct", number((t->ci_high_pct - t->ci_low_pct) / 2)}};
 }
 
 json check_json(const MetricCheck& c) {
@@ -165,6 +166,14 @@ json shards_json(const std::vector<ShardSummary>& shards) {
   return out;
 }
 
+// How far a sequential run went and why it stopped.
+json sequential_json(const SequentialSummary& s) {
+  return {{"unit", s.unit},           {"planned", s.planned},
+          {"max_count", s.max_count}, {"taken", s.taken},
+          {"looks", s.looks},         {"look_confidence_pct", number(s.look_confidence)},
+          {"stopped", s.stopped}};
+}
+
 // A paired run's other side; null for a run judged against stored runs.
 json paired_json(const std::optional<PairedSummary>& p) {
   if (!p) return nullptr;
@@ -234,6 +243,7 @@ json json_report(const GateResult& result) {
               {"error", error_json(result)},
               {"shards", shards_json(result.shards)},
               {"paired", paired_json(result.paired)}};
+  if (result.sequential) out["sequential"] = sequential_json(*result.sequential);
   if (result.shard) out["shard"] = shard_json(*result.shard);
   return valid_strings(out);
 }

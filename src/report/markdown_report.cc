@@ -166,6 +166,10 @@ std::string markdown_report(const GateResult& result) {
   std::string text = heading(result);
   if (!result.checks.empty())
     text += metrics_table(result.checks, result.confidence) + findings(result.checks);
+  if (auto detectable = report::detectable_changes(result); !detectable.empty()) {
+    detectable[0] = 'S';
+    text += md(detectable) + ".\n\n";
+  }
   return text + notes(result) + details(result);
 }
 

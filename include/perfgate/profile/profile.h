@@ -44,6 +44,10 @@ struct LoadSpec {
 struct RepeatSpec {
   int count = 10;
   int discard = 2;
+  /// The most iterations (paired: pairs) a sequential run may take while a gated
+  /// metric is still undecided; 0 or `count`: exactly `count`, no extension.
+  /// Not in the profile hash: a longer run measures the same thing.
+  int max_count = 0;
 };
 
 /// The service under test. With `command`, perfgate starts it before the load and

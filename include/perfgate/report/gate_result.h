@@ -40,6 +40,17 @@ struct PairedSummary {
   double leg_warmup_s = 0;
 };
 
+/// A sequential run (`repeat.max_count` above `repeat.count`): how far it went and why it stopped.
+struct SequentialSummary {
+  std::string unit;            // "iterations" or "pairs"
+  int planned = 0;             // repeat.count
+  int max_count = 0;           // repeat.max_count
+  int taken = 0;               // measured, extensions included
+  int looks = 0;               // planned looks at the data, over which alpha was split
+  double look_confidence = 0;  // % each look judged at
+  std::string stopped;         // "decided after 8 pairs", "max_count 16 reached: ..."
+};
+
 /// Everything a reporter needs about one gated run. Reporters are pure
 /// functions of this value, so their output is checked against golden files.
 struct GateResult {
@@ -81,6 +92,7 @@ struct GateResult {
   std::optional<ShardFile> shard;    // run --shard: what perfgate merge reads
   std::vector<ShardSummary> shards;  // a merged run's shards, by index; empty otherwise
   std::optional<PairedSummary> paired;
+  std::optional<SequentialSummary> sequential;
 };
 
 }  // namespace perfgate

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "perfgate/core/metrics.h"
+#include "perfgate/core/sequential.h"
 #include "perfgate/core/verdict.h"
 #include "perfgate/report/gate_result.h"
 
@@ -287,6 +288,24 @@ inline std::string comparison_summary(const GateResult& result) {
   if (result.baseline_run_ids.size() > 1)
     text += " and " + std::to_string(result.baseline_run_ids.size() - 1) + " runs before it";
   return text;
+}
+
+/// The smallest change this run could have detected, per gated metric with a
+/// test (half its interval): "smallest change this run could detect (half the
+/// 95% CI): throughput_rps 1.4%, latency_p99_ms 8.3%"; "" when none has a test.
+inline std::string detectable_changes(const GateResult& result) {
+  std::string list;
+  for (const MetricCheck& c : result.checks) {
+    auto pct = c.gated ? detectable_change_pct(c) : std::nullopt;
+    if (!pct) continue;
+    char figure[32];
+    std::snprintf(figure, sizeof figure, "%.1f%%", *pct);
+    list += (list.empty() ? "" : ", ") + one_line(c.metric) + " " + figure;
+  }
+  if (list.empty()) return "";
+  char level[32];
+  std::snprintf(level, sizeof level, "%g", result.confidence);
+  return "smallest change this run could detect (half the " + std::string(level) + "% CI): " + list;
 }
 
 }  // namespace perfgate::report

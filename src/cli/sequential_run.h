@@ -1,0 +1,35 @@
+#pragma once
+
+// Internal to the CLI stage: a run that measures more while its verdict is
+// still undecided (`repeat.max_count`, core/sequential.h), in stored-baseline
+// and paired mode alike. Extensions go through the Measurer, batch by batch.
+
+#include <string>
+
+#include "measurement.h"
+#include "perfgate/core/sequential.h"
+#include "perfgate/profile/profile.h"
+#include "perfgate/report/gate_result.h"
+
+namespace perfgate {
+
+/// The extension `profile` asks for.
+SequentialPlan sequential_plan(const Profile& profile);
+
+/// The profile every look judges with: its confidence raised to the plan's look
+/// confidence. Judging only; the stored profile keeps the user's.
+Profile judging_profile(const Profile& profile, const SequentialPlan& plan);
+
+/// A batch of `n` more iterations (pairs), none discarded, not extended itself.
+Profile batch_profile(Profile profile, int n);
+
+/// Appends `more`'s iterations after `to`'s (renumbered), with their windows,
+/// wall times and host samples; a signal during `more` marks `to` aborted.
+void append_measurement(Measurement& to, const Measurement& more);
+
+/// The result's record of a sequential run, and its note.
+SequentialSummary sequential_summary(const SequentialPlan& plan, double confidence_pct, int taken,
+                                     const std::string& unit, const std::string& stopped);
+std::string sequential_note(const SequentialSummary& s);
+
+}  // namespace perfgate

@@ -1,0 +1,76 @@
+// `repeat.max_count` as a user sets it: a run on main, then a pull request's run
+// that may measure more while its verdict is undecided. Only what cannot flake
+// is asserted: how many iterations it may take, and that it says why it stopped.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+using testing::CommandResult;
+using testing::DemoServerProcess;
+using testing::TempDir;
+
+constexpr const char* kProfile = R"({
+  "name": "sequential-cli",
+  "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
+  "load": { "threads": 1, "connections": 4, "duration": "150ms", "warmup": "50ms" },
+  "repeat": { "count": 3, "discard": 1, "max_count": 7 },
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "0%" },
+  "thresholds": { "throughput": { "warn": "3%", "fail": "5%" } }
+})";
+
+class SequentialCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::write_file(profile_, kProfile); }
+
+  CommandResult run(std::vector<std::string> extra) {
+    std::vector<std::string> args = {testing::perfgate_binary(),
+                                     "run",
+                                     profile_.string(),
+                                     "--store",
+                                     store_.string(),
+                                     "--json",
+                                     json_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::run_command(args, {{"TARGET_PORT", std::to_string(server_.port())}});
+  }
+  nlohmann::json result() { return nlohmann::json::parse(testing::read_file(json_)); }
+
+  TempDir dir_;
+  std::filesystem::path profile_ = dir_ / "profile.json";
+  std::filesystem::path store_ = dir_ / "perfgate.db";
+  std::filesystem::path json_ = dir_ / "result.json";
+  DemoServerProcess server_{{"--delay", "2ms", "--delay-every", "1"}};
+};
+
+TEST_F(SequentialCliTest, ARunTakesBetweenCountAndMaxCountAndSaysWhyItStopped) {
+  auto seed = run({"--commit", "aaa", "--branch", "main"});
+  ASSERT_NE(seed.exit_code, 3) << seed.out << seed.err;
+  // Nothing to compare with: nothing is undecided, so it stops at count.
+  EXPECT_EQ(result()["sequential"]["stopped"], "decided after 3 iterations");
+  EXPECT_EQ(result()["load"]["iterations_total"], 3);
+
+  auto r = run({"--commit", "bbb", "--branch", "feature", "--baseline-branch", "main"});
+  ASSERT_NE(r.exit_code, 3) << r.out << r.err;
+  auto seq = result()["sequential"];
+  int taken = seq["taken"];
+  EXPECT_GE(taken, 3);
+  EXPECT_LE(taken, 7);
+  EXPECT_EQ(taken % 2, 1) << "3, then batches of 2";
+  EXPECT_EQ(result()["load"]["iterations_total"], taken);
+  std::string stopped = seq["stopped"];
+  EXPECT_TRUE(stopped == "decided after " + std::to_string(taken) + " iterations" ||
+              stopped.rfind("max_count 7 reached: still undecided (", 0) == 0)
+      << stopped;
+  EXPECT_EQ(seq["looks"], 3);
+  EXPECT_NE(r.out.find("sequential: "), std::string::npos) << r.out;
+  EXPECT_TRUE(result()["metrics"]["throughput_rps"]["test"]["detectable_change_pct"].is_number());
+}
+
+}  // namespace
+}  // namespace perfgate

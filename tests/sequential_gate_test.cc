@@ -1,0 +1,186 @@
+// Sequential runs through the gate pipeline with a fake load
+// (support/fake_measurer.h): a run that is undecided after repeat.count
+// measures more, two iterations (pairs) at a time, until it is decided or
+// reaches repeat.max_count. The first load is scripted by repeat.count, the
+// extensions (batches of 2) by their own count.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/fake_measurer.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeMeasurer;
+using testing::ScriptedWindow;
+using testing::TempDir;
+
+constexpr const char* kStored = R"({
+  "name": "sequential",
+  "target": { "url": "http://127.0.0.1:9/" },
+  "load": { "threads": 1, "connections": 8, "duration": "1s", "warmup": "0s" },
+  "repeat": { "count": 6, "discard": 0, "max_count": 16 },
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%",
+    "cpu_pressure": "100%", "steal": "100%", "memory_available": "0%" },
+  "thresholds": { "throughput": { "warn": "3%", "fail": "5%" } }
+})";
+
+constexpr const char* kPaired = R"({
+  "name": "sequential-paired",
+  "target": { "url": "http://127.0.0.1:9/" },
+  "load": { "threads": 1, "connections": 8, "duration": "1s", "warmup": "0s" },
+  "repeat": { "count": 10, "discard": 1, "max_count": 20 },
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%",
+    "cpu_pressure": "100%", "steal": "100%", "memory_available": "0%" },
+  "thresholds": { "throughput": { "warn": "3%", "fail": "5%" } },
+  "paired": { "baseline": { "origin": "http://127.0.0.1:10", "commit": "0ld" },
+              "leg_warmup": "0s" }
+})";
+
+// Windows of these throughputs, at one latency (so that only throughput can be
+// undecided).
+std::vector<ScriptedWindow> windows(const std::vector<uint64_t>& rps) {
+  std::vector<ScriptedWindow> out;
+  for (auto r : rps) out.push_back({r, 5ms, 0});
+  return out;
+}
+
+class SequentialGateTest : public ::testing::Test {
+ protected:
+  void use(const char* profile) {
+    testing::write_file(dir_ / "profile.json", profile);
+    options_.profile_path = dir_ / "profile.json";
+    options_.store_path = dir_ / "perfgate.db";
+    options_.json_path = dir_ / "result.json";
+  }
+
+  // A gate whose first load is `first` and whose every extension is `batch`.
+  ExitStatus gate(std::vector<ScriptedWindow> first, std::vector<ScriptedWindow> batch,
+                  const std::string& branch = "feature") {
+    fake_.script = [first, batch](const Profile& p) { return p.repeat.count == 2 ? batch : first; };
+    options_.ci = {"c1", branch, "main"};
+    *fake_.loads = 0;
+    std::ostringstream out;
+    return run_gate(
+        options_, [](std::string_view) { return std::optional<std::string>(); }, out, stop_,
+        fake_.measurer());
+  }
+
+  // A paired gate: the baseline side (port 10) is steady; the candidate's first
+  // load is `first`, its extensions `batch`.
+  ExitStatus paired(std::vector<ScriptedWindow> first, std::vector<ScriptedWindow> batch) {
+    fake_.script = [first, batch](const Profile& p) {
+      bool base = p.target.url.find(":10") != std::string::npos;
+      if (p.repeat.count == 2) return base ? windows({1000, 1001}) : batch;
+      return base ? windows({1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009}) : first;
+    };
+    options_.ci = {"c1", "feature", "main"};
+    *fake_.loads = 0;
+    std::ostringstream out;
+    return run_gate(
+        options_, [](std::string_view) { return std::optional<std::string>(); }, out, stop_,
+        fake_.measurer());
+  }
+
+  void seed() {
+    use(kStored);
+    ASSERT_EQ(gate(windows({1000, 1001, 1002, 1003, 1004, 1005}), {}, "main"), ExitStatus::kPass);
+  }
+
+  nlohmann::json result() { return nlohmann::json::parse(testing::read_file(options_.json_path)); }
+  std::string stopped() { return result()["sequential"]["stopped"].get<std::string>(); }
+
+  TempDir dir_;
+  RunOptions options_;
+  FakeMeasurer fake_;
+  std::atomic<bool> stop_{false};
+};
+
+TEST_F(SequentialGateTest, AClearLossStopsAtCount) {
+  seed();
+  EXPECT_EQ(gate(windows({700, 701, 702, 703, 704, 705}), windows({700, 701})), ExitStatus::kFail);
+  EXPECT_EQ(*fake_.loads, 1);
+  EXPECT_EQ(result()["sequential"]["taken"], 6);
+  EXPECT_EQ(stopped(), "decided after 6 iterations");
+  // Each look judged at the split level: 6 looks at 5 % / 6.
+  EXPECT_NEAR(result()["baseline"]["confidence_pct"].get<double>(), 99.1667, 1e-3);
+}
+
+TEST_F(SequentialGateTest, ANoisyLossMeasuresMoreThenDecides) {
+  seed();
+  EXPECT_EQ(gate(windows({960, 840, 950, 850, 940, 860}), windows({900, 902})), ExitStatus::kFail);
+  EXPECT_GT(*fake_.loads, 1);
+  EXPECT_LT(*fake_.loads, 6);
+  EXPECT_EQ(stopped().rfind("decided after ", 0), 0u) << stopped();
+  int taken = result()["sequential"]["taken"];
+  EXPECT_EQ(taken, 6 + 2 * (*fake_.loads - 1));
+  EXPECT_EQ(result()["load"]["iterations_total"], taken);
+  EXPECT_TRUE(result()["metrics"]["throughput_rps"]["test"]["detectable_change_pct"].is_number());
+}
+
+TEST_F(SequentialGateTest, AnUndecidedRunStopsAtMaxCount) {
+  seed();
+  // Half the windows like the baseline, half 6.5 % lower: the interval spans
+  // both limits however many windows come.
+  EXPECT_EQ(gate(windows({1000, 935, 1001, 936, 1002, 937}), windows({1003, 938})),
+            ExitStatus::kWarn);
+  EXPECT_EQ(*fake_.loads, 6);  // 6, then 5 batches of 2: 16
+  EXPECT_EQ(result()["sequential"]["taken"], 16);
+  EXPECT_EQ(stopped(), "max_count 16 reached: still undecided (throughput_rps)");
+}
+
+TEST_F(SequentialGateTest, ASignalAfterTheLoadStopsTheExtension) {
+  seed();
+  // SIGINT/SIGTERM set the stop flag after the first load's windows were measured:
+  // the run is judged on what it has, and says so.
+  fake_.during = [this] { stop_ = true; };
+  gate(windows({1000, 935, 1001, 936, 1002, 937}), windows({1003, 938}));
+  EXPECT_EQ(*fake_.loads, 1);
+  EXPECT_EQ(stopped(), "stopped by a signal after 6 iterations: still undecided (throughput_rps)");
+}
+
+TEST_F(SequentialGateTest, WithoutMaxCountNothingChanges) {
+  std::string text = kStored;
+  text.replace(text.find(", \"max_count\": 16"), 17, "");
+  testing::write_file(dir_ / "plain.json", text);
+  use(kStored);
+  options_.profile_path = dir_ / "plain.json";
+  ASSERT_EQ(gate(windows({1000, 1001, 1002, 1003, 1004, 1005}), {}, "main"), ExitStatus::kPass);
+  gate(windows({1000, 935, 1001, 936, 1002, 937}), windows({1003, 938}));
+  EXPECT_EQ(*fake_.loads, 1);
+  EXPECT_FALSE(result().contains("sequential"));
+  EXPECT_EQ(result()["baseline"]["confidence_pct"], 95);
+}
+
+TEST_F(SequentialGateTest, PairedClearLossStopsAtCount) {
+  use(kPaired);
+  EXPECT_EQ(
+      paired(windows({700, 701, 702, 703, 704, 705, 706, 707, 708, 709}), windows({700, 701})),
+      ExitStatus::kFail);
+  EXPECT_EQ(*fake_.loads, 1);
+  EXPECT_EQ(stopped(), "decided after 10 pairs");
+}
+
+TEST_F(SequentialGateTest, PairedNoisyLossMeasuresMorePairsThenDecides) {
+  use(kPaired);
+  EXPECT_EQ(
+      paired(windows({1000, 960, 1020, 850, 950, 860, 1010, 870, 945, 880}), windows({850, 852})),
+      ExitStatus::kFail);
+  EXPECT_GT(*fake_.loads, 1);
+  EXPECT_EQ(stopped().rfind("decided after ", 0), 0u) << stopped();
+  EXPECT_EQ(result()["paired"]["pairs"], result()["sequential"]["taken"].get<int>() - 1);
+}
+
+TEST_F(SequentialGateTest, PairedUndecidedRunStopsAtMaxCount) {
+  use(kPaired);
+  paired(windows({1000, 1000, 935, 1001, 936, 1002, 937, 1003, 938, 1004}), windows({1005, 940}));
+  EXPECT_EQ(*fake_.loads, 6);
+  EXPECT_EQ(stopped(), "max_count 20 reached: still undecided (throughput_rps)");
+}
+
+}  // namespace
+}  // namespace perfgate
