@@ -115,8 +115,11 @@ TEST(CiTemplatesTest, TheActionInstallsTheDebAndGatesInPairedOrStoredMode) {
        {"PERFGATE_SERVICE_COMMAND", "PERFGATE_BASELINE_DIR", "PERFGATE_BASELINE_COMMIT"})
     EXPECT_TRUE(gate_env.contains(name)) << name;
   EXPECT_NE(run.find("PERFGATE_CANDIDATE_DIR=$PWD"), std::string::npos);
-  EXPECT_NE(run.find("/profiles/pr-paired.json"), std::string::npos);
-  EXPECT_TRUE(fs::exists(ci_dir() / "profiles/pr-paired.json"));
+  // Both profiles default to the recipes built into perfgate, so that the
+  // action needs no file of this repository at the user's side.
+  EXPECT_NE(run.find("${PAIRED_PROFILE:-recipe:pr-paired}"), std::string::npos);
+  EXPECT_EQ(action["inputs"]["profile"]["default"], "recipe:default-branch");
+  EXPECT_FALSE(action["inputs"]["profile"].value("required", false));
 }
 
 // In `container: debian:12` there is neither python3 nor a compiler, and the
@@ -180,11 +183,10 @@ TEST(CiTemplatesTest, TheExampleWorkflowUsesTheActionOneRunPerRef) {
   json workflow = load_yaml(ci_dir() / "github/perfgate-example.yml");
   std::string text = workflow.dump();
   EXPECT_NE(text.find("\"uses\":\"./ci/github\""), std::string::npos);
-  EXPECT_NE(text.find("ci/profiles/default-branch.json"), std::string::npos);
+  EXPECT_EQ(text.find("\"profile\""), std::string::npos) << "the recipes are the defaults";
   EXPECT_NE(text.find("\"fetch-depth\":0"), std::string::npos);
   EXPECT_NE(workflow["concurrency"]["group"].get<std::string>().find("github.ref"),
             std::string::npos);
-  EXPECT_TRUE(fs::exists(testing::source_dir() / "ci/profiles/default-branch.json"));
 }
 
 TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
@@ -203,6 +205,10 @@ TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
             std::string::npos);
   for (const char* needle : {"install-deps.sh", "build.sh"})
     EXPECT_EQ(script.find(needle), std::string::npos) << needle;
+  // Nothing of this repository at the user's side: the profiles are the recipes
+  // built into perfgate.
+  EXPECT_EQ(job["variables"]["PERFGATE_PAIRED_PROFILE"], "recipe:pr-paired");
+  EXPECT_EQ(job["variables"]["PERFGATE_PROFILE"], "recipe:default-branch");
   for (const char* needle : {"--junit perfgate-out/junit.xml",
                              "--gitlab-load-performance perfgate-out/load-performance.json",
                              "--openmetrics perfgate-out/metrics.txt", "report --html"})
