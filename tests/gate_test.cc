@@ -403,6 +403,23 @@ TEST_F(PairedGateTest, AStalledWindowIsDroppedNotAnError) {
   EXPECT_EQ(*fake_.loads, 2);
 }
 
+// Stalls that keep coming back: after the redos every pair votes again, the
+// stalled ones too, and the run is inconclusive (warn), not an error.
+TEST_F(PairedGateTest, StallsThatOutlastTheRedosAreInconclusiveNotAnError) {
+  options_.json_path = dir_ / "result.json";
+  fake_.script = [](const Profile& p) {
+    auto windows = testing::steady(p.repeat.count, 1000, 10ms);
+    if (p.target.url.find(":10") == std::string::npos)
+      for (auto& w : windows) w.responses = 0;  // the candidate never answers in a window
+    return windows;
+  };
+  std::ostringstream out;
+  EXPECT_EQ(run_gate(options_, no_env(), out, stop_, fake_.measurer()), ExitStatus::kWarn);
+  std::string reasons = result_json()["saturation"]["reasons"].dump();
+  EXPECT_NE(reasons.find("paired.max_redos"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("no response from"), std::string::npos) << reasons;
+}
+
 // ---- merge (shards judged together as one run) ------------------------------
 
 class MergeGateTest : public GateTest {

@@ -57,7 +57,7 @@ struct PairedRecords {
 
 PairedRecords paired_records(const Profile& profile, const Profile& base_profile,
                              const PairedMeasurement& m, const GateResult& partial,
-                             const HostFingerprint& host) {
+                             const HostFingerprint& host, const PairScreening& screening) {
   PairedRecords p;
   p.cand = make_record(profile, m.candidate, partial.ci, host, partial.started_at);
   CiContext base_ci = partial.ci;
@@ -65,6 +65,9 @@ PairedRecords paired_records(const Profile& profile, const Profile& base_profile
   p.base = make_record(base_profile, m.baseline, base_ci, host, partial.started_at);
   auto base_saturation = judge_saturation(base_profile, m.baseline, true);
   auto cand_saturation = judge_saturation(profile, m.candidate, true);
+  // Screening that left too few pairs lets every pair vote again, stalled ones
+  // too: an inconclusive run (a warn, with its reason), not an error.
+  if (!screening.inconclusive.empty()) base_saturation.saturated = cand_saturation.saturated = true;
   require_responses(m.baseline.load, base_profile.target.url, base_saturation);
   require_responses(m.candidate.load, profile.target.url, cand_saturation);
   p.cand.saturation = p.base.saturation = paired_saturation(base_saturation, cand_saturation);
@@ -174,7 +177,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
     if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
     auto plan = sequential_plan(profile);
     double confidence = plan.look_confidence(profile.baseline.confidence);
-    auto p = paired_records(profile, base_profile, m, gate.partial(), host);
+    auto p = paired_records(profile, base_profile, m, gate.partial(), host, screening);
     std::vector<std::string> screening_notes;
     apply_screening(screening, profile.repeat.count - profile.repeat.discard, p, screening_notes);
     auto look = paired_look(p, m, profile, confidence);
@@ -194,7 +197,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
         taken += n;
         if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
         std::string pair = p.cand.pair;
-        p = paired_records(profile, base_profile, m, gate.partial(), host);
+        p = paired_records(profile, base_profile, m, gate.partial(), host, screening);
         p.cand.pair = p.base.pair = pair;
         std::vector<std::string> ignored;
         apply_screening(screening, profile.repeat.count - profile.repeat.discard, p, ignored);
@@ -266,8 +269,8 @@ void note_shared_load(const Saturation& saturation, std::vector<std::string>& no
   for (size_t i = 0; i < saturation.shared.size(); ++i)
     text += (i ? "; " : "") + saturation.shared[i];
   notes.push_back(text +
-                  "): not saturation in paired mode, since both sides ran through it in turns; "
-                  "it blurs their ratios, it does not bias them");
+                  "): not saturation in paired mode, since both sides ran through it, in turns "
+                  "or at once; it blurs their ratios, it does not bias them");
 }
 
 }  // namespace perfgate
