@@ -22,6 +22,7 @@
 #                               each paired run once per schedule, interleaved, reported as
 #                               conditions COND@alternate and COND@duet
 #   OUT=dir                     keep every run's JSON and console output here
+#   RESUME=1 OUT=dir            skip the rows already complete in dir: the table in parts
 #
 # Each scenario gets a fresh store: SEED accepted runs of the unchanged service on
 # branch main (saturated or failed seed runs are not baselines, so it seeds until
@@ -231,6 +232,23 @@ paired_scenario() {
   done
 }
 
+# RESUME=1 OUT=dir: a row (condition and scenario) whose every judged run is in
+# dir already is skipped, so the full table (about 10 h) can be run in parts, in
+# whatever quiet hours a machine has; an unfinished row starts again from its seed.
+row_complete() {
+  local names=("$1") schedule i
+  case "${1#*/}" in p*)
+    if [ "$(echo $PAIRED_SCHEDULE | wc -w)" -gt 1 ]; then
+      names=()
+      for schedule in $PAIRED_SCHEDULE; do names+=("${1%%/*}@$schedule/${1#*/}"); done
+    fi ;;
+  esac
+  for name in "${names[@]}"; do
+    [ -f "$out/$name.runs" ] && [ "$(cat "$out/$name.runs")" = "$runs" ] || return 1
+    for i in $(seq 1 "$runs"); do [ -s "$out/$name-run$i.code" ] || return 1; done
+  done
+}
+
 echo "gate_accuracy: $PERFGATE, results in $out" >&2
 echo "profile: $THREADS thread x $CONNECTIONS connections, warmup $WARMUP, $COUNT x $DURATION (discard $DISCARD), default thresholds and baseline" >&2
 case " $SCENARIOS " in *" p"*)
@@ -250,6 +268,10 @@ started="$(date -u +%Y-%m-%dT%H:%MZ)"
       *) unchanged_delay="$BASE_DELAY" unchanged_work=0s ;;
     esac
     case "$sc" in aa | caa | paa | pcaa) runs="$AA_RUNS" ;; *) runs="$RUNS" ;; esac
+    if [ "${RESUME:-0}" = 1 ] && row_complete "$cond/$sc"; then
+      echo "[$(date +%T)] $cond/$sc: complete in $out, skipped (RESUME=1)" >&2
+      continue
+    fi
     [ "$cond" = noisy ] && start_neighbour
     case "$sc" in
       aa) scenario "$cond/aa" "$BASE_DELAY" 0s 0 0s ;;

@@ -1,6 +1,9 @@
 // `perfgate recipe [NAME]`: the CI recipes' profiles compiled into this binary,
 // listed, or one printed to copy and adapt (its request, its limits).
+#include <CLI/CLI.hpp>
 #include <iostream>
+#include <memory>
+#include <string>
 
 #include "perfgate/cli/command.h"
 #include "perfgate/core/error.h"
