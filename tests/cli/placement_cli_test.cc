@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "perfgate/host/placement.h"
+#include "support/proc_status.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -22,44 +23,13 @@ namespace {
 using testing::TempDir;
 namespace fs = std::filesystem;
 
-std::string file_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return text;
-}
-
-// PPid and Cpus_allowed_list of /proc/PID/status (or a task's).
-std::string status_field(const std::string& status, const std::string& name) {
-  auto at = status.find("\n" + name + ":");
-  if (at == std::string::npos) return "";
-  auto start = status.find_first_not_of(" \t", at + name.size() + 2);
-  return status.substr(start, status.find('\n', start) - start);
-}
-
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (status_field(file_text(entry.path() / "status"), "PPid") == std::to_string(parent))
-      out.push_back(std::stoi(name));
-  }
-  return out;
-}
-
-bool cmdline_has(pid_t pid, const std::string& word) {
-  auto text = file_text("/proc/" + std::to_string(pid) + "/cmdline");
-  std::replace(text.begin(), text.end(), '\0', ' ');
-  return text.find(word) != std::string::npos;
-}
-
 // Cpus_allowed_list of every thread of `pid`.
 std::vector<std::string> thread_cpus(pid_t pid) {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    auto cpus = status_field(file_text(task.path() / "status"), "Cpus_allowed_list");
+    auto cpus =
+        testing::status_field(testing::proc_text(task.path() / "status"), "Cpus_allowed_list");
     if (!cpus.empty()) out.push_back(cpus);
   }
   return out;
@@ -75,12 +45,12 @@ struct Observed {
 Observed watch_run(const std::atomic<bool>& done) {
   Observed seen;
   while (!done) {
-    for (pid_t perfgate : children_of(getpid())) {
-      if (!cmdline_has(perfgate, " run ")) continue;
+    for (pid_t perfgate : testing::children_of(getpid())) {
+      if (!testing::cmdline_has(perfgate, " run ")) continue;
       auto own = thread_cpus(perfgate);
       if (std::count(own.begin(), own.end(), "1") > 0) ++seen.looks_with_pinned_load;
-      for (pid_t child : children_of(perfgate)) {
-        if (!cmdline_has(child, "demo-server")) continue;
+      for (pid_t child : testing::children_of(perfgate)) {
+        if (!testing::cmdline_has(child, "demo-server")) continue;
         ++seen.service_looks;
         for (const auto& cpus : thread_cpus(child)) seen.service_cpus.insert(cpus);
       }
@@ -166,8 +136,8 @@ TEST_F(PlacementCliTest, PinnedAndUnpinnedRunsAreNotEachOthersBaseline) {
 TEST_F(PlacementCliTest, AWatchedServiceIsPinnedForTheRunOnlyAndThenRestored) {
   testing::DemoServerProcess server({"--work", "20us"});
   pid_t service = 0;
-  for (pid_t child : children_of(getpid()))
-    if (cmdline_has(child, "demo-server")) service = child;
+  for (pid_t child : testing::children_of(getpid()))
+    if (testing::cmdline_has(child, "demo-server")) service = child;
   ASSERT_GT(service, 0);
   auto before = thread_cpus(service);
   testing::write_file(dir_ / "watched.json", R"({

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "perfgate/host/placement.h"
+#include "support/proc_status.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -21,48 +22,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string file_text(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string status_field(const std::string& status, const std::string& name) {
-  auto at = status.find("\n" + name + ":");
-  if (at == std::string::npos) return "";
-  auto start = status.find_first_not_of(" \t", at + name.size() + 2);
-  return status.substr(start, status.find('\n', start) - start);
-}
-
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (status_field(file_text(entry.path() / "status"), "PPid") == std::to_string(parent))
-      out.push_back(std::stoi(name));
-  }
-  return out;
-}
-
-bool cmdline_has(pid_t pid, const std::string& word) {
-  auto text = file_text("/proc/" + std::to_string(pid) + "/cmdline");
-  std::replace(text.begin(), text.end(), '\0', ' ');
-  return text.find(word) != std::string::npos;
-}
-
 // Cpus_allowed_list of every thread of the service perfgate started, as last seen.
 std::set<std::string> last_service_cpus(const std::atomic<bool>& done) {
   std::set<std::string> last;
   while (!done) {
-    for (pid_t perfgate : children_of(getpid()))
-      for (pid_t child : children_of(perfgate)) {
-        if (!cmdline_has(child, "demo-server")) continue;
+    for (pid_t perfgate : testing::children_of(getpid()))
+      for (pid_t child : testing::children_of(perfgate)) {
+        if (!testing::cmdline_has(child, "demo-server")) continue;
         std::set<std::string> now;
         std::error_code ec;
         for (const auto& task :
              fs::directory_iterator("/proc/" + std::to_string(child) + "/task", ec)) {
-          auto cpus = status_field(file_text(task.path() / "status"), "Cpus_allowed_list");
+          auto cpus = testing::status_field(testing::proc_text(task.path() / "status"),
+                                            "Cpus_allowed_list");
           if (!cpus.empty()) now.insert(cpus);
         }
         if (!now.empty()) last = now;

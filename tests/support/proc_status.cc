@@ -1,0 +1,42 @@
+#include "support/proc_status.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+
+namespace perfgate::testing {
+
+namespace fs = std::filesystem;
+
+std::string proc_text(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string status_field(const std::string& status, const std::string& name) {
+  auto at = status.find("\n" + name + ":");
+  if (at == std::string::npos) return "";
+  auto start = status.find_first_not_of(" \t", at + name.size() + 2);
+  return status.substr(start, status.find('\n', start) - start);
+}
+
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (status_field(proc_text(entry.path() / "status"), "PPid") == std::to_string(parent))
+      out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+bool cmdline_has(pid_t pid, const std::string& word) {
+  auto text = proc_text("/proc/" + std::to_string(pid) + "/cmdline");
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text.find(word) != std::string::npos;
+}
+
+}  // namespace perfgate::testing
