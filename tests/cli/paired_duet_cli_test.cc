@@ -87,6 +87,8 @@ TEST(PairedDuetCliTest, BothSidesAreMeasuredAtTheSameMoments) {
   EXPECT_EQ(baseline->iterations.size(), 3u);
   EXPECT_NE(candidate->profile_json.find("\"schedule\":\"duet\""), std::string::npos)
       << candidate->profile_json;
+  auto valid = testing::validate_result_json(result_json);
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
 }
 
 }  // namespace

@@ -60,6 +60,8 @@ TEST(RecipeCliTest, RunsTheDefaultBranchRecipeWithTheServiceContract) {
   EXPECT_EQ(result["target_url"], "http://127.0.0.1:" + port + "/");
   EXPECT_GT(result["metrics"]["throughput_rps"]["value"].get<double>(), 0);
   EXPECT_NE(r.out.find("recipe:default-branch"), std::string::npos) << r.out;
+  auto valid = testing::validate_result_json(json);
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
 }
 
 }  // namespace

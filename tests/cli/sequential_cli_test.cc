@@ -70,6 +70,9 @@ TEST_F(SequentialCliTest, ARunTakesBetweenCountAndMaxCountAndSaysWhyItStopped) {
   EXPECT_EQ(seq["looks"], 3);
   EXPECT_NE(r.out.find("sequential: "), std::string::npos) << r.out;
   EXPECT_TRUE(result()["metrics"]["throughput_rps"]["test"]["detectable_change_pct"].is_number());
+  // The new `sequential` and `detectable_change_pct` fields are in the result's schema.
+  auto valid = testing::validate_result_json(json_);
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
 }
 
 }  // namespace
