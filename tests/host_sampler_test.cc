@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <thread>
 
 namespace perfgate {
@@ -42,7 +43,59 @@ TEST(HostSamplerTest, MemoryNetworkLoadAndPressure) {
   EXPECT_EQ(s.net_errors, 1u);
   EXPECT_EQ(s.tcp_retrans, 7u);
   EXPECT_DOUBLE_EQ(s.load1, 1.75);
-  EXPECT_DOUBLE_EQ(s.cpu_pressure_pct.value(), 3.25);
+  // PSI's stall over this interval (0.4 s of 1 s), not the kernel's avg10 (3.25).
+  EXPECT_DOUBLE_EQ(s.cpu_pressure_pct.value(), 40.0);
+  EXPECT_DOUBLE_EQ(s.cpu_stall_s.value(), 0.4);
+  // perfgate's threads waited 150 + 10 ms, the service tree 100 + 20 ms; PID 300 is not the run's.
+  EXPECT_NEAR(s.run_wait_s.value(), 0.28, 1e-12);
+}
+
+TEST(HostSamplerTest, ParsesSchedstatAndSumsAProcesssThreads) {
+  auto s = parse_schedstat("709000000 152000000 90\n");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->run_ns, 709000000u);
+  EXPECT_EQ(s->wait_ns, 152000000u);
+  EXPECT_FALSE(parse_schedstat("12"));
+  EXPECT_FALSE(parse_schedstat("x y z"));
+  ProcReader proc(fixture("debian-vm/t1"));
+  EXPECT_EQ(proc.wait_ns("self").value(), 163000000u);
+  EXPECT_EQ(proc.wait_ns("200").value(), 105000000u);
+  EXPECT_FALSE(proc.wait_ns("1"));  // no schedstat: unknown, not zero
+}
+
+// A CPU-bound service and its load on too few cores wait for each other in every
+// run alike: the cpu_pressure rule judges only the waiting they do not account for.
+TEST(HostSamplerTest, WindowPressureLeavesOutTheRunsOwnWaits) {
+  auto t0 = SteadyClock::time_point{} + std::chrono::seconds(10);
+  std::vector<HostSample> samples;
+  for (int i = 0; i < 2; ++i) samples.push_back(vm_sample(t0 + std::chrono::seconds(i)));
+  TimeWindow w{t0, t0 + std::chrono::seconds(2)};
+  auto sum = summarize_window(samples, w, 0);
+  EXPECT_DOUBLE_EQ(sum.cpu_pressure_pct.value(), 40.0);
+  EXPECT_NEAR(sum.run_cpu_wait_pct.value(), 28.0, 1e-9);
+  EXPECT_NEAR(sum.foreign_cpu_pressure_pct.value(), 12.0, 1e-9);
+
+  // The run's waits are summed over tasks, PSI counts a moment once: never below 0.
+  samples[0].run_wait_s = samples[1].run_wait_s = 0.9;
+  sum = summarize_window(samples, w, 0);
+  EXPECT_DOUBLE_EQ(sum.foreign_cpu_pressure_pct.value(), 0.0);
+
+  // Where the kernel keeps no schedstat, the whole pressure is judged, as before.
+  samples[0].run_wait_s = samples[1].run_wait_s = std::nullopt;
+  sum = summarize_window(samples, w, 0);
+  EXPECT_FALSE(sum.run_cpu_wait_pct);
+  EXPECT_DOUBLE_EQ(sum.foreign_cpu_pressure_pct.value(), 40.0);
+
+  // Without PSI there is no pressure figure at all.
+  samples[0].cpu_stall_s = samples[1].cpu_stall_s = std::nullopt;
+  EXPECT_FALSE(summarize_window(samples, w, 0).foreign_cpu_pressure_pct);
+}
+
+TEST(HostSamplerTest, WithoutAServiceOnlyPerfgatesWaitsAreTheRuns) {
+  auto a = take_snapshot(ProcReader(fixture("debian-vm/t0")), std::nullopt, {});
+  auto b = take_snapshot(ProcReader(fixture("debian-vm/t1")), std::nullopt,
+                         SteadyClock::time_point{} + std::chrono::seconds(1));
+  EXPECT_NEAR(diff_snapshots(a, b, 100.0).run_wait_s.value(), 0.16, 1e-12);
 }
 
 TEST(HostSamplerTest, OwnThreadsServiceAndForeignCpu) {
@@ -123,6 +176,34 @@ TEST(HostSamplerTest, SamplesJsonIsBoundedAndGivesServiceCpuBack) {
   EXPECT_DOUBLE_EQ(cpu[1].value(), 0.25);
   EXPECT_FALSE(cpu[2]);
   EXPECT_FALSE(service_cpu_by_iteration("", 2)[0]);
+}
+
+// More busy threads than cores must wait for each other: the live sampler sees
+// that as the run's own waiting (where the kernel keeps schedstat).
+TEST(HostSamplerTest, LiveSamplerCountsTheRunsOwnWaits) {
+  if (!ProcReader("/").wait_ns("self")) GTEST_SKIP() << "no /proc/self/task/*/schedstat here";
+  HostSampler sampler(ProcReader("/"), std::chrono::milliseconds(50), std::nullopt);
+  sampler.start();
+  auto start = SteadyClock::now();
+  {
+    std::vector<std::jthread> busy;
+    unsigned n = std::max(1u, std::thread::hardware_concurrency()) + 1;
+    for (unsigned i = 0; i < n; ++i)
+      busy.emplace_back([start] {
+        volatile uint64_t x = 0;
+        while (SteadyClock::now() - start < std::chrono::milliseconds(400)) x = x + 1;
+      });
+  }
+  auto end = SteadyClock::now();
+  sampler.stop();
+  auto sum = summarize_window(sampler.samples(), {start, end}, 0);
+  ASSERT_GT(sum.samples, 0);
+  ASSERT_TRUE(sum.run_cpu_wait_pct);
+  // n + 1 spinning threads on n cores: together they wait about a whole window.
+  EXPECT_GT(*sum.run_cpu_wait_pct, 10.0);
+  if (sum.cpu_pressure_pct) {
+    EXPECT_LE(*sum.foreign_cpu_pressure_pct, *sum.cpu_pressure_pct);
+  }
 }
 
 TEST(HostSamplerTest, LiveSamplerRecordsAtItsInterval) {

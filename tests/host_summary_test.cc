@@ -41,7 +41,8 @@ TEST(HostSummary, PairedRunCombinesBothSidesWindowByWindow) {
   auto candidate = side({window(40, 60, 2, 0), window(50, 65, 4, 1)});
   auto baseline = side({window(30, 55, 8, 0), window(60, 70, 3, 2)});
   baseline.windows[1].memory_available_min_pct = 70;
-  baseline.windows[1].cpu_pressure_max_pct = 12;
+  baseline.windows[1].foreign_cpu_pressure_pct = 12;
+  baseline.windows[0].cpu_pressure_pct = 40;  // the run's own waiting: not what is judged
   candidate.service = AttributedService{};
   candidate.service->name = "api";
   MetricSet metrics = {{"service_cpu_us_per_request", 41.5}};

@@ -268,9 +268,9 @@ HostSummary host_summary(const std::vector<const Measurement*>& sides, const Met
       h.generator_thread_max_pct = std::max(h.generator_thread_max_pct, w.generator_thread_pct);
       h.foreign_cpu_max_pct = std::max(h.foreign_cpu_max_pct, w.foreign_cpu_mean_pct);
       h.memory_available_min_pct = std::min(h.memory_available_min_pct, w.memory_available_min_pct);
-      if (w.cpu_pressure_max_pct)
+      if (w.foreign_cpu_pressure_pct)
         h.cpu_pressure_max_pct =
-            std::max(h.cpu_pressure_max_pct.value_or(0), *w.cpu_pressure_max_pct);
+            std::max(h.cpu_pressure_max_pct.value_or(0), *w.foreign_cpu_pressure_pct);
     }
   }
   if (h.samples) h.host_cpu_mean_pct /= h.samples;

@@ -86,7 +86,13 @@ namespace {
 struct WatchedCpu {
   std::optional<double> cpu_total_s;
   uint64_t rss_kib = 0;
+  std::optional<uint64_t> wait_ns;
 };
+
+std::optional<uint64_t> plus(std::optional<uint64_t> a, std::optional<uint64_t> b) {
+  if (!a || !b) return std::nullopt;
+  return *a + *b;
+}
 
 // A cgroup counts every task that ever ran in it, exited workers included;
 // when it is gone the watch is no longer measured, not measured as idle.
@@ -97,17 +103,21 @@ WatchedCpu read_watch(const ProcReader& proc, const ServiceWatch& watch,
     if (auto usec = cgroups.usage_usec(watch.cgroup)) {
       out.cpu_total_s = static_cast<double>(*usec) / 1e6;
       out.rss_kib = cgroups.memory_bytes(watch.cgroup).value_or(0) / 1024;
+      if (auto us = cgroups.cpu_wait_usec(watch.cgroup)) out.wait_ns = *us * 1000;
     }
     return out;
   }
   uint64_t ticks = 0;
   std::vector<pid_t> seen;
+  out.wait_ns = 0;
   for (pid_t root : watch.roots)
     for (pid_t pid : proc.process_tree(root)) {
       if (std::find(seen.begin(), seen.end(), pid) != seen.end()) continue;
       seen.push_back(pid);
       if (auto p = proc.process(pid)) ticks += p->cpu_ticks();
       out.rss_kib += proc.rss_kib(std::to_string(pid)).value_or(0);
+      // A process gone since process_tree() waits no more: it adds nothing.
+      if (auto wait = proc.wait_ns(std::to_string(pid))) *out.wait_ns += *wait;
     }
   out.cpu_total_s = static_cast<double>(ticks) / ticks_per_second();
   return out;
@@ -135,11 +145,17 @@ HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
   s.io_pressure = proc.pressure("io");
   s.own_threads = proc.threads("self");
   s.own_rss_kib = proc.rss_kib("self").value_or(0);
-  if (companion) s.companion_cpu_total_s = read_watch(proc, *companion, cgroups).cpu_total_s;
+  s.run_wait_ns = proc.wait_ns("self");
+  if (companion) {
+    auto watched = read_watch(proc, *companion, cgroups);
+    s.companion_cpu_total_s = watched.cpu_total_s;
+    s.run_wait_ns = plus(s.run_wait_ns, watched.wait_ns);
+  }
   if (!service) return s;
   auto watched = read_watch(proc, *service, cgroups);
   s.service_cpu_total_s = watched.cpu_total_s;
   s.service_rss_kib = watched.rss_kib;
+  s.run_wait_ns = plus(s.run_wait_ns, watched.wait_ns);
   return s;
 }
 
@@ -161,7 +177,15 @@ HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double t
   }
   fill_net(a, b, s);
   if (b.load) s.load1 = b.load->one;
-  if (b.cpu_pressure) s.cpu_pressure_pct = b.cpu_pressure->some_avg10;
+  // The stall over this very interval, not the kernel's 10 s average, which
+  // would carry a burst into the windows after it.
+  if (a.cpu_pressure && b.cpu_pressure && s.seconds() > 0) {
+    s.cpu_stall_s = static_cast<double>(delta(a.cpu_pressure->some_total_us,
+                                              b.cpu_pressure->some_total_us)) / 1e6;
+    s.cpu_pressure_pct = std::min(100.0, 100.0 * *s.cpu_stall_s / s.seconds());
+  }
+  if (a.run_wait_ns && b.run_wait_ns)
+    s.run_wait_s = static_cast<double>(delta(*a.run_wait_ns, *b.run_wait_ns)) / 1e9;
   if (b.memory_pressure) s.memory_pressure_pct = b.memory_pressure->some_avg10;
   if (b.io_pressure) s.io_pressure_pct = b.io_pressure->some_avg10;
   fill_threads(a, b, ticks_per_s, capacity_s, sampler_tid, s);
@@ -187,6 +211,33 @@ bool in_window(const HostSample& s, const TimeWindow& w) {
   return mid >= w.start && mid < w.end;
 }
 
+// Stall and wait seconds over the window's samples; the run's waits count only
+// beside a stall measured in the same samples.
+struct CpuWaits {
+  double seconds = 0, stall_s = 0, run_wait_s = 0;
+  bool stall = false, run_wait = false;
+};
+
+void add_waits(const HostSample& s, CpuWaits& c) {
+  if (!s.cpu_stall_s) return;
+  c.seconds += s.seconds();
+  c.stall_s += *s.cpu_stall_s;
+  c.stall = true;
+  if (!s.run_wait_s) return;
+  c.run_wait_s += *s.run_wait_s;
+  c.run_wait = true;
+}
+
+void fill_pressure(const CpuWaits& c, WindowSummary& w) {
+  if (!c.stall || c.seconds <= 0) return;
+  w.cpu_pressure_pct = std::min(100.0, 100.0 * c.stall_s / c.seconds);
+  w.foreign_cpu_pressure_pct = w.cpu_pressure_pct;
+  if (!c.run_wait) return;
+  w.run_cpu_wait_pct = 100.0 * c.run_wait_s / c.seconds;
+  w.foreign_cpu_pressure_pct =
+      std::clamp(100.0 * (c.stall_s - c.run_wait_s) / c.seconds, 0.0, 100.0);
+}
+
 void add_sample(const HostSample& s, WindowSummary& w, std::map<pid_t, double>& thread_cpu_s) {
   ++w.samples;
   w.host_cpu_mean_pct += s.cpu_busy_pct;
@@ -201,8 +252,6 @@ void add_sample(const HostSample& s, WindowSummary& w, std::map<pid_t, double>& 
   }
   if (s.service_cpu_s) w.service_cpu_s = w.service_cpu_s.value_or(0.0) + *s.service_cpu_s;
   w.memory_available_min_pct = std::min(w.memory_available_min_pct, s.memory_available_pct);
-  if (s.cpu_pressure_pct)
-    w.cpu_pressure_max_pct = std::max(w.cpu_pressure_max_pct.value_or(0.0), *s.cpu_pressure_pct);
   w.net_drops += s.net_drops;
   w.net_errors += s.net_errors;
   w.tcp_retrans += s.tcp_retrans;
@@ -220,12 +269,15 @@ WindowSummary summarize_window(const std::vector<HostSample>& samples, const Tim
   w.iteration = iteration;
   std::map<pid_t, double> thread_cpu_s;
   double seconds = 0;
+  CpuWaits waits;
   for (const auto& s : samples) {
     if (!in_window(s, window)) continue;
     add_sample(s, w, thread_cpu_s);
+    add_waits(s, waits);
     seconds += s.seconds();
   }
   if (w.samples == 0) return w;
+  fill_pressure(waits, w);
   w.host_cpu_mean_pct /= w.samples;
   w.steal_mean_pct /= w.samples;
   w.foreign_cpu_mean_pct /= w.samples;
@@ -259,7 +311,9 @@ json window_json(const WindowSummary& w) {
           {"foreign_cpu_max_pct", w.foreign_cpu_max_pct},
           {"service_cpu_s", optional_json(w.service_cpu_s)},
           {"memory_available_min_pct", w.memory_available_min_pct},
-          {"cpu_pressure_max_pct", optional_json(w.cpu_pressure_max_pct)},
+          {"cpu_pressure_pct", optional_json(w.cpu_pressure_pct)},
+          {"run_cpu_wait_pct", optional_json(w.run_cpu_wait_pct)},
+          {"foreign_cpu_pressure_pct", optional_json(w.foreign_cpu_pressure_pct)},
           {"net_drops", w.net_drops},
           {"net_errors", w.net_errors},
           {"tcp_retrans", w.tcp_retrans},
@@ -286,6 +340,9 @@ json sample_json(const HostSample& s, SteadyClock::time_point origin) {
           {"tcp_retrans", s.tcp_retrans},
           {"load1", s.load1},
           {"cpu_pressure_pct", optional_json(s.cpu_pressure_pct)},
+          {"run_cpu_wait_pct", s.run_wait_s && s.seconds() > 0
+                                   ? json(100.0 * *s.run_wait_s / s.seconds())
+                                   : json(nullptr)},
           {"own_cpu_pct", s.own_cpu_pct},
           {"generator_thread_max_pct", top},
           {"own_rss_kib", s.own_rss_kib},

@@ -189,6 +189,15 @@ std::optional<Pressure> parse_pressure(std::string_view text) {
   return p;
 }
 
+std::optional<Schedstat> parse_schedstat(std::string_view text) {
+  auto words = split_words(text);
+  if (words.size() < 2) return std::nullopt;
+  auto run = number<uint64_t>(words[0]);
+  auto wait = number<uint64_t>(words[1]);
+  if (!run || !wait) return std::nullopt;
+  return Schedstat{*run, *wait};
+}
+
 std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   auto open = text.find('(');
   auto close = text.rfind(')');
@@ -277,6 +286,15 @@ std::vector<ProcStat> ProcReader::threads(std::string_view pid) const {
     if (auto s = parse_proc_stat(read_text(task / tid / "stat").value_or("")))
       out.push_back(std::move(*s));
   return out;
+}
+
+std::optional<uint64_t> ProcReader::wait_ns(std::string_view pid) const {
+  std::optional<uint64_t> total;
+  auto task = proc_ / std::string(pid) / "task";
+  for (const auto& tid : numeric_entries(task))
+    if (auto s = parse_schedstat(read_text(task / tid / "schedstat").value_or("")))
+      total = total.value_or(0) + s->wait_ns;
+  return total;
 }
 
 std::optional<ProcStat> ProcReader::process(pid_t pid) const {

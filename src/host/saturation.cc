@@ -55,8 +55,10 @@ std::vector<Rule> rules(const SaturationSpec& spec, const SaturationContext& con
       // what exhausts it, and swapping does not fall evenly on both sides.
       {"memory available", "%", spec.memory_available_min_pct, true, false,
        [](const WindowSummary& w) { return std::optional(w.memory_available_min_pct); }},
-      {"CPU pressure", "%", spec.cpu_pressure_pct, false, true,
-       [](const WindowSummary& w) { return w.cpu_pressure_max_pct; }},
+      // Only the waiting the run's own tasks do not account for: a CPU-bound
+      // service and its load on two cores wait for each other in every run alike.
+      {"CPU pressure from other tasks", "%", spec.cpu_pressure_pct, false, true,
+       [](const WindowSummary& w) { return w.foreign_cpu_pressure_pct; }},
   };
   if (context.service_remote)
     out.push_back({"host CPU", "% busy", spec.host_cpu_pct, false, false,

@@ -299,6 +299,14 @@ std::optional<uint64_t> CgroupReader::memory_bytes(const std::string& cgroup) co
   return std::nullopt;
 }
 
+std::optional<uint64_t> CgroupReader::cpu_wait_usec(const std::string& cgroup) const {
+  if (!available()) return std::nullopt;
+  auto text = read_text(mount_ / fs::path(cgroup).relative_path() / "cpu.pressure");
+  auto p = parse_pressure(text.value_or(""));
+  if (!p) return std::nullopt;
+  return p->some_total_us;
+}
+
 std::string AttributedService::describe() const {
   std::string out = name;
   if (pid > 0) out += " pid " + std::to_string(pid);

@@ -144,6 +144,53 @@ TEST_F(SaturationCliTest, ServiceCpuPerRequestGrowsWithTheWorkPerResponse) {
   EXPECT_GT(cost["200us"], cost["0s"] + 100) << cost["0s"] << " vs " << cost["200us"];
 }
 
+// A CPU-bound service (a thread per connection, 20 of them) and perfgate's load on
+// a small runner keep each other waiting in every run alike. Only the cpu_pressure
+// rule is on: it must judge the waiting that is not the run's own, so such a run
+// is not saturated by itself, and the stored windows show the pressure, the
+// run's own waits and what was judged.
+TEST_F(SaturationCliTest, ACpuBoundServiceWaitingForItsOwnLoadIsNotPressureFromOthers) {
+  if (!std::filesystem::exists("/proc/pressure/cpu"))
+    GTEST_SKIP() << "no PSI on this kernel: the cpu_pressure rule has nothing to judge";
+  const std::string only_pressure = R"(,
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "steal": "100%",
+                  "memory_available": "0%", "cpu_pressure": "20%" },
+  "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${TARGET_PORT}",
+                           "--work", "100us"] })";
+  auto text = profile_text(only_pressure);
+  const std::string eight = "\"connections\": 8";
+  text.replace(text.find(eight), eight.size(), "\"connections\": 20");
+  auto json_path = dir_ / "result.json";
+  auto r = run(testing::unused_port(), text, {"--json", json_path.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto result = nlohmann::json::parse(testing::read_file(json_path));
+  EXPECT_FALSE(result["saturation"]["saturated"].get<bool>()) << result["saturation"].dump();
+
+  auto store = BaselineStore::open(store_, BaselineStore::Mode::kReadOnly);
+  auto stored = store.run(result["run_id"].get<int64_t>());
+  ASSERT_TRUE(stored);
+  EXPECT_TRUE(stored->eligible_as_baseline());
+  auto doc = nlohmann::json::parse(stored->host_samples_json);
+  double judged_max = 0;
+  int windows = 0;
+  for (const auto& w : doc["windows"]) {
+    if (w["samples"].get<int>() == 0) continue;
+    ++windows;
+    ASSERT_TRUE(w["cpu_pressure_pct"].is_number()) << w.dump();
+    double raw = w["cpu_pressure_pct"].get<double>();
+    double judged = w["foreign_cpu_pressure_pct"].get<double>();
+    EXPECT_LE(judged, raw) << w.dump();
+    judged_max = std::max(judged_max, judged);
+    if (!w["run_cpu_wait_pct"].is_number()) continue;  // a kernel without schedstat
+    // 21 threads or more on a runner's few cores: the service and load wait.
+    if (std::thread::hardware_concurrency() <= 4) {
+      EXPECT_GT(w["run_cpu_wait_pct"].get<double>(), 0.0) << w.dump();
+    }
+  }
+  EXPECT_GE(windows, 2);
+  EXPECT_DOUBLE_EQ(result["load_machine"]["cpu_pressure_max_pct"].get<double>(), judged_max);
+}
+
 }  // namespace
 }  // namespace perfgate
 

@@ -32,6 +32,10 @@ struct HostSnapshot {
   std::optional<double> service_cpu_total_s;  // the service's CPU so far, when it is known
   uint64_t service_rss_kib = 0;
   std::optional<double> companion_cpu_total_s;  // the companion's CPU so far, when watched
+  /// How long the run's own tasks (perfgate's threads, the service's, the
+  /// companion's) have waited for a CPU, summed over tasks, in ns; absent when
+  /// the kernel does not say for any of them.
+  std::optional<uint64_t> run_wait_ns;
 };
 
 /// What the sampler counts as the service: process trees (a root and its
@@ -75,7 +79,11 @@ struct HostSample {
   uint64_t net_rx_bytes = 0, net_tx_bytes = 0, net_rx_packets = 0, net_tx_packets = 0;
   uint64_t net_drops = 0, net_errors = 0, tcp_retrans = 0;  // all interfaces, lo included
   double load1 = 0;
-  std::optional<double> cpu_pressure_pct, memory_pressure_pct, io_pressure_pct;  // some avg10
+  /// CPU: the share of the interval in which some task waited for a CPU (PSI
+  /// "some" total); memory and io: PSI "some" avg10.
+  std::optional<double> cpu_pressure_pct, memory_pressure_pct, io_pressure_pct;
+  std::optional<double> cpu_stall_s;  // the same CPU stall, in seconds
+  std::optional<double> run_wait_s;   // the run's own tasks' waits, summed, in seconds
   double own_cpu_pct = 0;                // perfgate, all its threads
   std::vector<ThreadLoad> load_threads;  // perfgate's busiest threads, the sampler left out
   uint64_t own_rss_kib = 0;
@@ -111,7 +119,16 @@ struct WindowSummary {
   double foreign_cpu_mean_pct = 0, foreign_cpu_max_pct = 0;
   std::optional<double> service_cpu_s;
   double memory_available_min_pct = 100;
-  std::optional<double> cpu_pressure_max_pct;
+  /// PSI "some" over the window: the share of it in which any task waited for a CPU.
+  std::optional<double> cpu_pressure_pct;
+  /// The run's own tasks' waits for a CPU, summed, as a share of the window: a
+  /// CPU-bound service and its load on too few cores wait for each other.
+  std::optional<double> run_cpu_wait_pct;
+  /// The pressure the run's own waits do not account for: other tasks kept from
+  /// a CPU, what the `cpu_pressure` rule judges. The pressure itself where the
+  /// kernel keeps no per-task schedstat. A lower bound: PSI counts a moment once
+  /// however many tasks wait, the run's waits are summed.
+  std::optional<double> foreign_cpu_pressure_pct;
   uint64_t net_drops = 0, net_errors = 0, tcp_retrans = 0;
   uint64_t own_rss_max_kib = 0, service_rss_max_kib = 0;
 };

@@ -61,6 +61,12 @@ struct Pressure {
   uint64_t full_total_us = 0;
 };
 
+/// /proc/PID/task/TID/schedstat (Linux's CONFIG_SCHED_INFO): nanoseconds on a CPU
+/// and nanoseconds runnable but waiting on a run queue.
+struct Schedstat {
+  uint64_t run_ns = 0, wait_ns = 0;
+};
+
 /// The fields of /proc/PID/stat (or of one thread's task/TID/stat) perfgate uses.
 struct ProcStat {
   pid_t pid = 0;
@@ -80,6 +86,7 @@ std::vector<NetDevice> parse_net_dev(std::string_view text);
 std::optional<uint64_t> parse_tcp_retrans(std::string_view text);
 std::optional<LoadAvg> parse_loadavg(std::string_view text);
 std::optional<Pressure> parse_pressure(std::string_view text);
+std::optional<Schedstat> parse_schedstat(std::string_view text);
 /// comm sits in parentheses and may itself hold spaces and ")": split at the last ")".
 std::optional<ProcStat> parse_proc_stat(std::string_view text);
 /// VmRSS of /proc/PID/status in KiB; absent for kernel threads and zombies.
@@ -102,6 +109,9 @@ class ProcReader {
   /// The threads of a process: `pid` is a number or "self".
   std::vector<ProcStat> threads(std::string_view pid) const;
   std::optional<ProcStat> process(pid_t pid) const;
+  /// The run-queue wait of all of a process's threads so far, in ns: `pid` is a
+  /// number or "self". Absent when the kernel keeps no schedstat or it is gone.
+  std::optional<uint64_t> wait_ns(std::string_view pid) const;
   std::optional<uint64_t> rss_kib(std::string_view pid) const;
   /// `pid` and its descendants (children found by their ppid), `pid` first.
   std::vector<pid_t> process_tree(pid_t pid) const;

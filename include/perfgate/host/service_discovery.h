@@ -38,6 +38,8 @@ class CgroupReader {
   std::optional<uint64_t> usage_usec(const std::string& cgroup) const;
   /// memory.current; absent where the memory controller is not enabled for it.
   std::optional<uint64_t> memory_bytes(const std::string& cgroup) const;
+  /// cpu.pressure "some" total: how long any of its tasks waited for a CPU, in µs.
+  std::optional<uint64_t> cpu_wait_usec(const std::string& cgroup) const;
   bool exists(const std::string& cgroup) const;
 
  private:
