@@ -154,8 +154,121 @@ void record_pair(const RunOptions& options, std::optional<BaselineStore>& store,
   r.recorded = true;
 }
 
+// A paired run as far as it has been measured: both sides, how the pairs were
+// screened, the records the store will keep, and the verdict they give now.
+struct PairedState {
+  PairedMeasurement m;
+  PairScreening screening;
+  PairedRecords p;
+  PairedLook look;
+};
+
+// What every stage of a paired run needs: the two sides' profiles, the run so
+// far and where it is stored, the machine, and how to measure and when to stop.
+struct PairedContext {
+  const Profile& profile;
+  Profile base_profile;
+  GateRun& gate;
+  std::optional<BaselineStore>& store;
+  HostFingerprint host;
+  double confidence;  // of each look: the profile's, split over a sequential run's looks
+  const Measurer& measurer;
+  const std::atomic<bool>& stop;
+};
+
+int kept_pairs(const Profile& profile) {
+  return profile.repeat.count - profile.repeat.discard;
+}
+
+// The records and the look, again from the measurement as it now stands; the
+// pair key stays the run's first.
+void judge_pairs(const PairedContext& c, PairedState& s, std::vector<std::string>& screening_notes) {
+  std::string key = s.p.cand.pair;
+  s.p = paired_records(c.profile, c.base_profile, s.m, c.gate.partial(), c.host, s.screening);
+  if (!key.empty()) s.p.cand.pair = s.p.base.pair = key;
+  apply_screening(s.screening, kept_pairs(c.profile), s.p, screening_notes);
+  s.look = paired_look(s.p, s.m, c.profile, c.confidence);
+}
+
+// The planned pairs, the disturbed ones dropped and measured again, judged.
+PairedState measure_and_screen(const PairedContext& c, std::vector<std::string>& screening_notes) {
+  PairedState s;
+  s.m = c.measurer.paired(c.profile, c.base_profile, c.stop);
+  c.gate.loaded(s.m.candidate.load);
+  if (s.m.candidate.aborted) record_aborted(c.gate, c.store, c.profile, s.m.candidate, c.host);
+  s.screening = screen_pairs(s.m, *c.profile.paired, c.profile.baseline.confidence, [&](int pairs) {
+    spdlog::info("paired: measuring {} disturbed pairs again", pairs);
+    return c.measurer.paired(redo_profile(c.profile, pairs), redo_profile(c.base_profile, pairs),
+                             c.stop);
+  });
+  if (s.m.candidate.aborted) record_aborted(c.gate, c.store, c.profile, s.m.candidate, c.host);
+  judge_pairs(c, s, screening_notes);
+  return s;
+}
+
+// repeat.max_count: more pairs, batch by batch, while the verdict is undecided.
+std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c,
+                                                        const SequentialPlan& plan,
+                                                        PairedState& s) {
+  if (!plan.extends()) return std::nullopt;
+  int taken = c.profile.repeat.count;
+  int dropped = 0;
+  auto step = next_step(s.look.judgement, s.p.cand.saturation.saturated, c.stop, taken, plan);
+  while (step.more) {
+    int n = plan.next_batch(taken);
+    spdlog::info("sequential: still undecided after {} pairs; measuring {} more", taken, n);
+    auto more = c.measurer.paired(batch_profile(c.profile, n), batch_profile(c.base_profile, n),
+                                  c.stop);
+    dropped += drop_disturbed_batch(more, *c.profile.paired);
+    append_measurement(s.m.baseline, more.baseline);
+    append_measurement(s.m.candidate, more.candidate);
+    taken += n;
+    if (s.m.candidate.aborted) record_aborted(c.gate, c.store, c.profile, s.m.candidate, c.host);
+    std::vector<std::string> noted_already;  // the first look's screening notes stand
+    judge_pairs(c, s, noted_already);
+    step = next_step(s.look.judgement, s.p.cand.saturation.saturated, c.stop, taken, plan);
+  }
+  auto why = stop_reason(step, s.p.cand.saturation.saturated, c.stop, taken, plan, "pairs");
+  if (dropped > 0)
+    why += "; " + std::to_string(dropped) + " added pairs dropped as disturbed, not voted";
+  return sequential_summary(plan, c.profile.baseline.confidence, taken, "pairs", why);
+}
+
+// The verdict and the notes a user reads first: what was paired, and how.
+GateResult paired_result(const PairedContext& c, PairedState& s, const RunOptions& options,
+                         const std::vector<std::string>& screening_notes,
+                         const std::optional<SequentialSummary>& sequential) {
+  GateResult r = assemble(c.profile, s.p.cand, s.look.judgement, s.look.selection);
+  r.confidence = c.confidence;
+  r.baseline_commit = s.p.base.ci.commit;
+  PairedSummary paired{redacted_url(c.base_profile.target.url),
+                       s.p.base.ci.commit,
+                       std::nullopt,
+                       s.p.cand.pair,
+                       r.iterations_kept,
+                       to_seconds(c.profile.paired->leg_warmup)};
+  record_pair(options, c.store, s.p, r, paired);
+  r.notes.insert(
+      r.notes.begin(),
+      "paired with " + paired.baseline_url + ": " + std::to_string(paired.pairs) +
+          " pairs of windows, " +
+          (c.profile.paired->schedule == "duet" ? "both sides at once (duet)" : "in turns") +
+          "; judged on their ratios");
+  r.notes.insert(r.notes.end(), screening_notes.begin(), screening_notes.end());
+  note_shared_load(s.p.cand.saturation, r.notes);
+  r.paired = paired;
+  if (sequential) {
+    r.notes.push_back(sequential_note(*sequential));
+    r.sequential = sequential;
+  }
+  r.host_summary = host_summary({&s.m.candidate, &s.m.baseline}, s.look.now.summary);
+  r.in_flight_at_end = s.m.candidate.load.in_flight_at_end;
+  return r;
+}
+
 }  // namespace
 
+// The whole flow of a paired run; the stored-baseline run's is run_gate's.
 ExitStatus run_paired(const RunOptions& options, const Profile& profile, const EnvLookup& env,
                       std::ostream& out, const std::atomic<bool>& stop, const Measurer& measurer) {
   refuse_stored_baseline_flags(options);
@@ -164,80 +277,21 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
     auto started = Clock::now();
     gate.check_outputs();
     auto store = open_store(options);
-    auto host = placed_host(measurer, profile);
-    auto doctor_warnings = preflight(profile);
-    Profile base_profile = paired_baseline_side(profile);
-    auto m = measurer.paired(profile, base_profile, stop);
-    gate.loaded(m.candidate.load);
-    if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
-    auto screening = screen_pairs(m, *profile.paired, profile.baseline.confidence, [&](int pairs) {
-      spdlog::info("paired: measuring {} disturbed pairs again", pairs);
-      return measurer.paired(redo_profile(profile, pairs), redo_profile(base_profile, pairs), stop);
-    });
-    if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
     auto plan = sequential_plan(profile);
-    double confidence = plan.look_confidence(profile.baseline.confidence);
-    auto p = paired_records(profile, base_profile, m, gate.partial(), host, screening);
+    PairedContext c{profile,
+                    paired_baseline_side(profile),
+                    gate,
+                    store,
+                    placed_host(measurer, profile),
+                    plan.look_confidence(profile.baseline.confidence),
+                    measurer,
+                    stop};
+    auto doctor_warnings = preflight(profile);
     std::vector<std::string> screening_notes;
-    apply_screening(screening, profile.repeat.count - profile.repeat.discard, p, screening_notes);
-    auto look = paired_look(p, m, profile, confidence);
-    std::optional<SequentialSummary> sequential;
-    if (plan.extends()) {
-      int taken = profile.repeat.count;
-      int dropped = 0;
-      auto step = next_step(look.judgement, p.cand.saturation.saturated, stop, taken, plan);
-      while (step.more) {
-        int n = plan.next_batch(taken);
-        spdlog::info("sequential: still undecided after {} pairs; measuring {} more", taken, n);
-        auto more =
-            measurer.paired(batch_profile(profile, n), batch_profile(base_profile, n), stop);
-        dropped += drop_disturbed_batch(more, *profile.paired);
-        append_measurement(m.baseline, more.baseline);
-        append_measurement(m.candidate, more.candidate);
-        taken += n;
-        if (m.candidate.aborted) record_aborted(gate, store, profile, m.candidate, host);
-        std::string pair = p.cand.pair;
-        p = paired_records(profile, base_profile, m, gate.partial(), host, screening);
-        p.cand.pair = p.base.pair = pair;
-        std::vector<std::string> ignored;
-        apply_screening(screening, profile.repeat.count - profile.repeat.discard, p, ignored);
-        look = paired_look(p, m, profile, confidence);
-        step = next_step(look.judgement, p.cand.saturation.saturated, stop, taken, plan);
-      }
-      auto why = stop_reason(step, p.cand.saturation.saturated, stop, taken, plan, "pairs");
-      if (dropped > 0)
-        why += "; " + std::to_string(dropped) + " added pairs dropped as disturbed, not voted";
-      sequential = sequential_summary(plan, profile.baseline.confidence, taken, "pairs", why);
-    }
-    RunFigures now = look.now;
-    BaselineSelection selection = look.selection;
-    auto judgement = look.judgement;
-    GateResult r = assemble(profile, p.cand, judgement, selection);
-    r.confidence = confidence;
-    r.baseline_commit = p.base.ci.commit;
-    PairedSummary paired{redacted_url(base_profile.target.url),
-                         p.base.ci.commit,
-                         std::nullopt,
-                         p.cand.pair,
-                         r.iterations_kept,
-                         to_seconds(profile.paired->leg_warmup)};
-    record_pair(options, store, p, r, paired);
-    r.notes.insert(
-        r.notes.begin(),
-        "paired with " + paired.baseline_url + ": " + std::to_string(paired.pairs) +
-            " pairs of windows, " +
-            (profile.paired->schedule == "duet" ? "both sides at once (duet)" : "in turns") +
-            "; judged on their ratios");
-    r.notes.insert(r.notes.end(), screening_notes.begin(), screening_notes.end());
-    note_shared_load(p.cand.saturation, r.notes);
-    r.paired = paired;
-    if (sequential) {
-      r.notes.push_back(sequential_note(*sequential));
-      r.sequential = sequential;
-    }
-    r.host_summary = host_summary({&m.candidate, &m.baseline}, now.summary);
+    PairedState s = measure_and_screen(c, screening_notes);
+    auto sequential = extend_while_undecided(c, plan, s);
+    GateResult r = paired_result(c, s, options, screening_notes, sequential);
     r.host_summary.doctor_warnings = doctor_warnings;
-    r.in_flight_at_end = m.candidate.load.in_flight_at_end;
     r.duration_s = to_seconds(Clock::now() - started);
     gate.write(r, out);
     return r.exit_code;
