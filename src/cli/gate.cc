@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 
 #include "gate_pipeline.h"
@@ -215,7 +216,11 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   bool paired = !run->pair.empty();
   auto selection =
       paired ? paired_selection(store, *run, options) : select_baseline(store, query, policy);
-  GateResult result = judged(profile, *run, stored_run_figures(*run), selection);
+  // A sequential run's every look had a share of alpha: it is judged again as
+  // its last look was, not at the profile's whole confidence.
+  auto plan = sequential_plan(profile);
+  GateResult result =
+      judged(judging_profile(profile, plan), *run, stored_run_figures(*run), selection);
   result.profile_source = source;
   result.run_id = run->id;
   result.recorded = true;
@@ -224,6 +229,12 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
                            std::to_string(*result.baseline_run_id) +
                            ", on the pair-by-pair ratios");
   note_shared_load(run->saturation, result.notes);
+  if (plan.extends()) {
+    char level[32];
+    std::snprintf(level, sizeof level, "%g", result.confidence);
+    result.notes.push_back(std::string("sequential run (repeat.max_count): judged at ") + level +
+                           "% confidence, as each of its looks was");
+  }
   result.notes.push_back("judged again from the store (stored verdict: " +
                          std::string(to_string(run->verdict)) + "); nothing was stored");
   return result;

@@ -73,6 +73,23 @@ TEST_F(SequentialCliTest, ARunTakesBetweenCountAndMaxCountAndSaysWhyItStopped) {
   // The new `sequential` and `detectable_change_pct` fields are in the result's schema.
   auto valid = testing::validate_result_json(json_);
   EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+
+  // compare judges the stored run again as its looks judged it: at the split
+  // confidence (3 looks at 95 %: 98.33 %), so to the same verdict.
+  auto ran = result();
+  auto again = testing::run_command({testing::perfgate_binary(), "compare",
+                                     std::to_string(ran["run_id"].get<int64_t>()), "--store",
+                                     store_.string(), "--json", json_.string()});
+  ASSERT_NE(again.exit_code, 3) << again.out << again.err;
+  auto judged = result();
+  EXPECT_NEAR(judged["baseline"]["confidence_pct"].get<double>(), 100 - 5.0 / 3, 1e-9);
+  EXPECT_EQ(judged["baseline"]["confidence_pct"], ran["baseline"]["confidence_pct"]);
+  EXPECT_EQ(judged["metrics"]["throughput_rps"]["verdict"],
+            ran["metrics"]["throughput_rps"]["verdict"]);
+  EXPECT_EQ(again.exit_code, r.exit_code);
+  EXPECT_NE(again.out.find("sequential run (repeat.max_count): judged at 98.3333% confidence"),
+            std::string::npos)
+      << again.out;
 }
 
 }  // namespace
