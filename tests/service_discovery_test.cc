@@ -139,6 +139,25 @@ TEST(ServiceDiscovery, CgroupCountersFeedTheSampler) {
   EXPECT_FALSE(take_snapshot(ProcReader(kRoot), &watch, cgroups, {}).service_cpu_total_s);
 }
 
+TEST(ServiceDiscovery, CgroupPressureIsItsTasksWaitForACpu) {
+  CgroupReader cgroups(kRoot);
+  EXPECT_EQ(cgroups.cpu_wait_usec("/system.slice/api.service"), 250000u);
+  EXPECT_EQ(cgroups.cpu_wait_usec("/docker/3f2a9c0d11"), std::nullopt);  // no cpu.pressure
+}
+
+// A duet whose two services share one cgroup: its CPU is this side's service's,
+// and not taken from foreign CPU a second time as the companion's.
+TEST(ServiceDiscovery, ACgroupSharedByBothSidesIsCountedOnce) {
+  CgroupReader cgroups(kRoot);
+  ServiceWatch self{{100}, "/system.slice/api.service"}, other{{200}, self.cgroup};
+  auto snap = take_snapshot(ProcReader(kRoot), &self, &other, cgroups, {});
+  EXPECT_DOUBLE_EQ(snap.service_cpu_total_s.value(), 1.5);
+  EXPECT_FALSE(snap.companion_cpu_total_s);
+  ServiceWatch elsewhere{{200}, "/docker/3f2a9c0d11"};
+  snap = take_snapshot(ProcReader(kRoot), &self, &elsewhere, cgroups, {});
+  EXPECT_TRUE(snap.companion_cpu_total_s);
+}
+
 TEST(ServiceDiscovery, ContainerIsRecognisedByItsPidOnesCgroup) {
   EXPECT_FALSE(in_container(ProcReader(kRoot)));
   testing::TempDir dir;

@@ -146,6 +146,10 @@ HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
   s.own_threads = proc.threads("self");
   s.own_rss_kib = proc.rss_kib("self").value_or(0);
   s.run_wait_ns = proc.wait_ns("self");
+  // Both sides' services in one cgroup (one container, one unit): counted once,
+  // as this side's service, or a duet would take it from foreign CPU twice.
+  if (companion && service && !service->cgroup.empty() && companion->cgroup == service->cgroup)
+    companion = nullptr;
   if (companion) {
     auto watched = read_watch(proc, *companion, cgroups);
     s.companion_cpu_total_s = watched.cpu_total_s;
@@ -198,9 +202,9 @@ HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double t
   if (a.companion_cpu_total_s && b.companion_cpu_total_s && capacity_s > 0)
     s.companion_cpu_pct =
         100.0 * std::max(0.0, *b.companion_cpu_total_s - *a.companion_cpu_total_s) / capacity_s;
-  s.foreign_cpu_pct =
-      std::max(0.0, s.cpu_busy_pct - s.own_cpu_pct - s.service_cpu_pct.value_or(0.0) -
-                        s.companion_cpu_pct.value_or(0.0));
+  s.foreign_cpu_pct = std::max(0.0, s.cpu_busy_pct - s.steal_pct - s.own_cpu_pct -
+                                         s.service_cpu_pct.value_or(0.0) -
+                                         s.companion_cpu_pct.value_or(0.0));
   return s;
 }
 

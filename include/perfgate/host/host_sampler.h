@@ -91,7 +91,10 @@ struct HostSample {
   std::optional<double> service_cpu_pct;
   uint64_t service_rss_kib = 0;
   std::optional<double> companion_cpu_pct;  // the companion watch's, % of all cores
-  double foreign_cpu_pct = 0;  // host busy minus perfgate, the service and its companion, >= 0
+  /// Host busy minus steal, perfgate, the service and its companion, >= 0: what
+  /// other processes of this machine used. Steal is the hypervisor's, which
+  /// /proc/stat counts busy but no process's ticks hold; it has its own rule.
+  double foreign_cpu_pct = 0;
 
   double seconds() const { return std::chrono::duration<double>(end - start).count(); }
 };
