@@ -116,6 +116,43 @@ TEST_F(GateTest, ErrorRateAboveItsLimitFails) {
   EXPECT_EQ(gate(windows), ExitStatus::kFail);
 }
 
+// A neighbour's burst in one window of four: that window is dropped, not
+// judged, and says so; the verdict comes from the undisturbed windows.
+TEST_F(GateTest, AMinorityOfDisturbedWindowsIsDroppedNotJudged) {
+  auto text = profile_text(R"(,
+  "saturation": { "foreign_cpu": "25%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "0%" })");
+  text.erase(text.find("\"saturation\": "), std::string("\"saturation\": ").size() +
+                                                  std::string(kSaturationOff).size() + 2);
+  testing::write_file(dir_ / "profile.json", text);
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass) << console_;
+  auto burst = kBaseline;
+  burst[2].responses = 300;  // would vote for a 70 % loss
+  burst[2].latency = 200ms;
+  burst[2].foreign_cpu_pct = 60;
+  options_.json_path = dir_ / "result.json";
+  EXPECT_EQ(gate(burst), ExitStatus::kPass) << console_;
+  auto json = result_json();
+  EXPECT_FALSE(json["saturation"]["saturated"].get<bool>());
+  std::string notes = json["notes"].dump();
+  EXPECT_NE(notes.find("1 of 4 windows dropped as disturbed, not judged (iteration 3: foreign "
+                       "CPU 60% of the host)"),
+            std::string::npos)
+      << notes;
+  auto store = BaselineStore::open(options_.store_path, BaselineStore::Mode::kReadOnly);
+  auto run = store.run(json["run_id"].get<int64_t>());
+  ASSERT_TRUE(run);
+  EXPECT_TRUE(run->iterations.at(2).discarded);  // stored as not judged, for compare too
+  EXPECT_FALSE(run->iterations.at(3).discarded);
+
+  // Half of the windows or more disturbed: saturated, as before, none dropped.
+  burst[3] = burst[2];
+  EXPECT_EQ(gate(burst), ExitStatus::kWarn) << console_;
+  json = result_json();
+  EXPECT_TRUE(json["saturation"]["saturated"].get<bool>());
+  EXPECT_EQ(json["notes"].dump().find("dropped as disturbed"), std::string::npos);
+}
+
 TEST_F(GateTest, NoRecordStoresNothing) {
   options_.record = false;
   EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);

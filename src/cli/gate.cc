@@ -155,6 +155,16 @@ ExitStatus run_shard(const RunOptions& options, const Profile& whole, const EnvL
   });
 }
 
+// A stored-mode look at the whole measurement so far, its disturbed minority of
+// windows dropped (drop_disturbed_windows). Each look screens the unscreened
+// measurement afresh, so that drops never add up past half of it.
+MeasuredRun screened_run(const Profile& profile, Measurement m, GateRun& gate,
+                         const HostFingerprint& host, std::string& note) {
+  note = drop_disturbed_windows(m, profile.saturation);
+  if (!note.empty()) spdlog::info("load machine: {}", note);
+  return measured(profile, m, gate.partial().ci, host, gate.partial().started_at);
+}
+
 // The merged shards' profile, with the hash of the text it was written in.
 Profile merged_profile(const MergedShards& merged) {
   std::string source = merged.shards.front().source;
@@ -264,7 +274,8 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     if (m.aborted) record_aborted(gate, store, profile, m, host);
     auto plan = sequential_plan(profile);
     Profile judging = judging_profile(profile, plan);
-    auto run = measured(profile, m, gate.partial().ci, host, gate.partial().started_at);
+    std::string dropped;
+    auto run = screened_run(profile, m, gate, host, dropped);
     std::optional<SequentialSummary> sequential;
     if (plan.extends()) {
       int taken = profile.repeat.count;
@@ -276,7 +287,7 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
         append_measurement(m, measurer.load(batch_profile(profile, n), stop, std::nullopt));
         taken += n;
         if (m.aborted) record_aborted(gate, store, profile, m, host);
-        run = measured(profile, m, gate.partial().ci, host, gate.partial().started_at);
+        run = screened_run(profile, m, gate, host, dropped);
         step = look(judging, run, selection, stop, taken, plan);
       }
       auto why =
@@ -285,6 +296,7 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     }
     GateResult result =
         judge_and_store(options, store, judging, selection, std::move(run.record), run.figures);
+    if (!dropped.empty()) result.notes.push_back(dropped);
     if (sequential) {
       result.notes.push_back(sequential_note(*sequential));
       result.sequential = sequential;

@@ -229,6 +229,29 @@ void check_rate_achieved(const LoadResult& load, Saturation& saturation) {
 
 }  // namespace
 
+// A burst of steal or a neighbour in one window of five slows that window alone,
+// and the p99 pools every window: that window would decide the verdict.
+std::string drop_disturbed_windows(Measurement& m, const SaturationSpec& spec) {
+  std::vector<std::pair<Iteration*, std::string>> disturbed;
+  size_t kept = 0;
+  for (auto& it : m.load.iterations) {
+    if (it.discarded) continue;
+    ++kept;
+    auto i = static_cast<size_t>(it.index);
+    if (i >= m.windows.size()) continue;
+    if (auto why = window_disturbance(m.windows[i], spec))
+      disturbed.emplace_back(&it, "iteration " + std::to_string(it.index + 1) + ": " + *why);
+  }
+  if (disturbed.empty() || disturbed.size() * 2 >= kept) return "";
+  std::string text = std::to_string(disturbed.size()) + " of " + std::to_string(kept) +
+                     " windows dropped as disturbed, not judged (";
+  for (size_t i = 0; i < disturbed.size(); ++i) {
+    disturbed[i].first->discarded = true;
+    text += (i ? "; " : "") + disturbed[i].second;
+  }
+  return text + ")";
+}
+
 std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>& windows) {
   std::vector<std::optional<double>> out;
   for (const auto& w : windows) out.push_back(w.service_cpu_s);

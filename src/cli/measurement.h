@@ -65,6 +65,11 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
 /// The saturation rules over the kept windows, and the open model's rate rule.
 /// `paired_side`: one side of a paired run, whose busy-host findings are shared.
 Saturation judge_saturation(const Profile& profile, const Measurement& m, bool paired_side = false);
+/// Stored mode: marks discarded the kept windows that a busy-host rule (foreign
+/// CPU, steal, CPU pressure from other tasks) is past, while they are fewer than
+/// half of them; half or more make the run saturated instead. Returns the note
+/// that says which, or "" when none was dropped.
+std::string drop_disturbed_windows(Measurement& m, const SaturationSpec& spec);
 /// Throws Error for a kept window without a response (see gate.cc's callers).
 void require_responses(const LoadResult& load, const std::string& url, Saturation& saturation);
 /// The service's CPU seconds of each window (nullopt where unknown).

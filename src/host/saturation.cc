@@ -96,6 +96,14 @@ Saturation evaluate_saturation(const std::vector<WindowSummary>& kept, const Sat
   return s;
 }
 
+std::optional<std::string> window_disturbance(const WindowSummary& w, const SaturationSpec& spec) {
+  if (w.samples == 0) return std::nullopt;
+  for (const auto& rule : rules(spec, {}))
+    if (auto v = rule.figure(w); rule.busy_host && v && past(rule, *v))
+      return rule.what + " " + fmt(*v) + rule.unit;
+  return std::nullopt;
+}
+
 bool is_loopback_url(const std::string& url) {
   auto scheme = url.find("://");
   auto start = scheme == std::string::npos ? 0 : scheme + 3;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,19 @@ struct SaturationContext {
 };
 
 /// Applies the saturation rules to the kept iterations' window summaries. A rule
-/// triggers when it holds in at least half of them: the run's figures are medians,
-/// which one disturbed iteration in several does not move.
+/// triggers when it holds in at least half of them. A minority of windows past a
+/// busy-host rule is not ignored: stored mode drops those windows first (see
+/// window_disturbance), because a p99 pools every window and one burst moves it.
 // The open model's "rate not achieved" rule needs the engine's intended rate per
 // window; it joins here once LoadResult carries it (engine owner).
 Saturation evaluate_saturation(const std::vector<WindowSummary>& kept, const SaturationSpec& spec,
                                const SaturationContext& context);
+
+/// The first busy-host rule (foreign CPU, steal, CPU pressure from other tasks)
+/// that one window is past, as "CPU steal 11%"; nullopt when it passes them all.
+/// A run drops such windows from its verdict while they are a minority: a tail
+/// latency pools every window, so one burst would move it.
+std::optional<std::string> window_disturbance(const WindowSummary& w, const SaturationSpec& spec);
 
 /// Whether a URL's host is this machine (127.0.0.0/8, ::1, localhost).
 bool is_loopback_url(const std::string& url);
