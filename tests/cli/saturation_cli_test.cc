@@ -191,6 +191,55 @@ TEST_F(SaturationCliTest, ACpuBoundServiceWaitingForItsOwnLoadIsNotPressureFromO
   EXPECT_DOUBLE_EQ(result["load_machine"]["cpu_pressure_max_pct"].get<double>(), judged_max);
 }
 
+// A neighbour's burst in one or two windows of five, timed by the run's own
+// progress: as soon as perfgate logs iteration 3, every core burns for 0.6 s
+// (`timeout` ends each burner by itself). Those windows are dropped from the
+// verdict and named; the run is neither saturated nor judged on them.
+TEST_F(SaturationCliTest, ABurstInAMinorityOfWindowsIsDroppedNotJudged) {
+  const std::string only_foreign = R"(,
+  "saturation": { "foreign_cpu": "25%", "generator_cpu": "100%", "steal": "100%",
+                  "memory_available": "0%", "cpu_pressure": "100%" })";
+  auto text = profile_text(only_foreign);
+  const std::string three = "\"repeat\": { \"count\": 3, \"discard\": 1 }";
+  text.replace(text.find(three), three.size(), "\"repeat\": { \"count\": 6, \"discard\": 1 }");
+  testing::write_file(profile_, text);
+  DemoServerProcess server({"--delay", "2ms", "--delay-every", "1"});
+  auto json_path = dir_ / "result.json";
+  auto log = dir_ / "stderr.log";
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::string script =
+      "\"$0\" run \"$1\" --store \"$2\" --json \"$3\" 2>\"$4\" & pid=$!; "
+      "while ! grep -q 'iteration 3/6:' \"$4\" && kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
+      "i=0; while [ $i -lt \"$5\" ]; do timeout 0.6 sh -c 'while :; do :; done' & i=$((i+1)); "
+      "done; wait $pid";
+  auto r = testing::run_command({"/bin/sh", "-c", script, testing::perfgate_binary(),
+                                 profile_.string(), store_.string(), json_path.string(),
+                                 log.string(), std::to_string(cores)},
+                                {{"TARGET_PORT", std::to_string(server.port())}});
+  std::string err = testing::read_file(log);
+  ASSERT_EQ(r.exit_code, 0) << r.out << err;
+  auto result = nlohmann::json::parse(testing::read_file(json_path));
+  EXPECT_FALSE(result["saturation"]["saturated"].get<bool>()) << result["saturation"].dump();
+  std::string notes = result["notes"].dump();
+  EXPECT_TRUE(notes.find("1 of 5 windows dropped as disturbed, not judged (iteration ") !=
+                  std::string::npos ||
+              notes.find("2 of 5 windows dropped as disturbed, not judged (iteration ") !=
+                  std::string::npos)
+      << notes << err;
+  EXPECT_NE(notes.find(": foreign CPU "), std::string::npos) << notes;
+
+  auto store = BaselineStore::open(store_, BaselineStore::Mode::kReadOnly);
+  auto run = store.run(result["run_id"].get<int64_t>());
+  ASSERT_TRUE(run);
+  ASSERT_EQ(run->iterations.size(), 6u);
+  // Before the burst: judged. The burst began with iteration 4 and lasted 0.6 s.
+  EXPECT_FALSE(run->iterations[1].discarded);
+  EXPECT_FALSE(run->iterations[2].discarded);
+  EXPECT_TRUE(run->iterations[3].discarded || run->iterations[4].discarded) << notes;
+  EXPECT_FALSE(run->iterations[5].discarded) << notes;
+  EXPECT_TRUE(run->eligible_as_baseline());
+}
+
 }  // namespace
 }  // namespace perfgate
 
