@@ -31,7 +31,8 @@ TEST(DoctorTest, DebianVmFacts) {
   EXPECT_EQ(find(checks, "ephemeral port range").status, CheckStatus::kOk);
   EXPECT_EQ(find(checks, "tcp_tw_reuse").status, CheckStatus::kOk);
   EXPECT_EQ(find(checks, "CPU governor").status, CheckStatus::kWarn);
-  EXPECT_EQ(find(checks, "other processes' CPU").value, "28.0% of the host");  // steal is not theirs
+  EXPECT_EQ(find(checks, "other processes' CPU").value,
+            "28.0% of the host");  // steal is not theirs
   EXPECT_EQ(find(checks, "other processes' CPU").status, CheckStatus::kWarn);
   EXPECT_EQ(find(checks, "swap in use").value, "97 MiB");
   EXPECT_EQ(find(checks, "CPU steal").value, "5.0%");

@@ -122,8 +122,8 @@ TEST_F(GateTest, AMinorityOfDisturbedWindowsIsDroppedNotJudged) {
   auto text = profile_text(R"(,
   "saturation": { "foreign_cpu": "25%", "generator_cpu": "100%", "cpu_pressure": "100%",
                   "steal": "100%", "memory_available": "0%" })");
-  text.erase(text.find("\"saturation\": "), std::string("\"saturation\": ").size() +
-                                                  std::string(kSaturationOff).size() + 2);
+  text.erase(text.find("\"saturation\": "),
+             std::string("\"saturation\": ").size() + std::string(kSaturationOff).size() + 2);
   testing::write_file(dir_ / "profile.json", text);
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass) << console_;
   auto burst = kBaseline;

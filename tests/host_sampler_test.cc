@@ -108,7 +108,8 @@ TEST(HostSamplerTest, OwnThreadsServiceAndForeignCpu) {
   EXPECT_DOUBLE_EQ(s.service_cpu_s.value(), 0.3);
   EXPECT_DOUBLE_EQ(s.service_cpu_pct.value(), 15.0);
   EXPECT_EQ(s.service_rss_kib, 15000u);
-  // 70 % busy, of which 5 % steal (the hypervisor's, no process's), 37 % perfgate, 15 % the service.
+  // 70 % busy, of which 5 % steal (the hypervisor's, no process's), 37 % perfgate, 15 % the
+  // service.
   EXPECT_NEAR(s.foreign_cpu_pct, 13.0, 1e-9);
 }
 

@@ -182,7 +182,8 @@ int kept_pairs(const Profile& profile) {
 
 // The records and the look, again from the measurement as it now stands; the
 // pair key stays the run's first.
-void judge_pairs(const PairedContext& c, PairedState& s, std::vector<std::string>& screening_notes) {
+void judge_pairs(const PairedContext& c, PairedState& s,
+                 std::vector<std::string>& screening_notes) {
   std::string key = s.p.cand.pair;
   s.p = paired_records(c.profile, c.base_profile, s.m, c.gate.partial(), c.host, s.screening);
   if (!key.empty()) s.p.cand.pair = s.p.base.pair = key;
@@ -217,8 +218,8 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c,
   while (step.more) {
     int n = plan.next_batch(taken);
     spdlog::info("sequential: still undecided after {} pairs; measuring {} more", taken, n);
-    auto more = c.measurer.paired(batch_profile(c.profile, n), batch_profile(c.base_profile, n),
-                                  c.stop);
+    auto more =
+        c.measurer.paired(batch_profile(c.profile, n), batch_profile(c.base_profile, n), c.stop);
     dropped += drop_disturbed_batch(more, *c.profile.paired);
     append_measurement(s.m.baseline, more.baseline);
     append_measurement(s.m.candidate, more.candidate);

@@ -184,8 +184,9 @@ HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double t
   // The stall over this very interval, not the kernel's 10 s average, which
   // would carry a burst into the windows after it.
   if (a.cpu_pressure && b.cpu_pressure && s.seconds() > 0) {
-    s.cpu_stall_s = static_cast<double>(delta(a.cpu_pressure->some_total_us,
-                                              b.cpu_pressure->some_total_us)) / 1e6;
+    s.cpu_stall_s =
+        static_cast<double>(delta(a.cpu_pressure->some_total_us, b.cpu_pressure->some_total_us)) /
+        1e6;
     s.cpu_pressure_pct = std::min(100.0, 100.0 * *s.cpu_stall_s / s.seconds());
   }
   if (a.run_wait_ns && b.run_wait_ns)
@@ -202,9 +203,9 @@ HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double t
   if (a.companion_cpu_total_s && b.companion_cpu_total_s && capacity_s > 0)
     s.companion_cpu_pct =
         100.0 * std::max(0.0, *b.companion_cpu_total_s - *a.companion_cpu_total_s) / capacity_s;
-  s.foreign_cpu_pct = std::max(0.0, s.cpu_busy_pct - s.steal_pct - s.own_cpu_pct -
-                                         s.service_cpu_pct.value_or(0.0) -
-                                         s.companion_cpu_pct.value_or(0.0));
+  s.foreign_cpu_pct =
+      std::max(0.0, s.cpu_busy_pct - s.steal_pct - s.own_cpu_pct - s.service_cpu_pct.value_or(0.0) -
+                        s.companion_cpu_pct.value_or(0.0));
   return s;
 }
 
@@ -327,32 +328,32 @@ json window_json(const WindowSummary& w) {
 
 json sample_json(const HostSample& s, SteadyClock::time_point origin) {
   double top = s.load_threads.empty() ? 0.0 : s.load_threads.front().cpu_pct;
-  return {{"t_s", since(s.end, origin)},
-          {"cpu_busy_pct", s.cpu_busy_pct},
-          {"user_pct", s.user_pct},
-          {"system_pct", s.system_pct},
-          {"iowait_pct", s.iowait_pct},
-          {"irq_pct", s.irq_pct},
-          {"steal_pct", s.steal_pct},
-          {"max_core_busy_pct", s.max_core_busy_pct},
-          {"memory_available_pct", s.memory_available_pct},
-          {"swap_used_kib", s.swap_used_kib},
-          {"net_rx_bytes", s.net_rx_bytes},
-          {"net_tx_bytes", s.net_tx_bytes},
-          {"net_drops", s.net_drops},
-          {"net_errors", s.net_errors},
-          {"tcp_retrans", s.tcp_retrans},
-          {"load1", s.load1},
-          {"cpu_pressure_pct", optional_json(s.cpu_pressure_pct)},
-          {"run_cpu_wait_pct", s.run_wait_s && s.seconds() > 0
-                                   ? json(100.0 * *s.run_wait_s / s.seconds())
-                                   : json(nullptr)},
-          {"own_cpu_pct", s.own_cpu_pct},
-          {"generator_thread_max_pct", top},
-          {"own_rss_kib", s.own_rss_kib},
-          {"service_cpu_pct", optional_json(s.service_cpu_pct)},
-          {"service_rss_kib", s.service_rss_kib},
-          {"foreign_cpu_pct", s.foreign_cpu_pct}};
+  return {
+      {"t_s", since(s.end, origin)},
+      {"cpu_busy_pct", s.cpu_busy_pct},
+      {"user_pct", s.user_pct},
+      {"system_pct", s.system_pct},
+      {"iowait_pct", s.iowait_pct},
+      {"irq_pct", s.irq_pct},
+      {"steal_pct", s.steal_pct},
+      {"max_core_busy_pct", s.max_core_busy_pct},
+      {"memory_available_pct", s.memory_available_pct},
+      {"swap_used_kib", s.swap_used_kib},
+      {"net_rx_bytes", s.net_rx_bytes},
+      {"net_tx_bytes", s.net_tx_bytes},
+      {"net_drops", s.net_drops},
+      {"net_errors", s.net_errors},
+      {"tcp_retrans", s.tcp_retrans},
+      {"load1", s.load1},
+      {"cpu_pressure_pct", optional_json(s.cpu_pressure_pct)},
+      {"run_cpu_wait_pct",
+       s.run_wait_s && s.seconds() > 0 ? json(100.0 * *s.run_wait_s / s.seconds()) : json(nullptr)},
+      {"own_cpu_pct", s.own_cpu_pct},
+      {"generator_thread_max_pct", top},
+      {"own_rss_kib", s.own_rss_kib},
+      {"service_cpu_pct", optional_json(s.service_cpu_pct)},
+      {"service_rss_kib", s.service_rss_kib},
+      {"foreign_cpu_pct", s.foreign_cpu_pct}};
 }
 
 }  // namespace

@@ -212,10 +212,10 @@ TEST_F(SaturationCliTest, ABurstInAMinorityOfWindowsIsDroppedNotJudged) {
       "while ! grep -q 'iteration 3/6:' \"$4\" && kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
       "i=0; while [ $i -lt \"$5\" ]; do timeout 0.6 sh -c 'while :; do :; done' & i=$((i+1)); "
       "done; wait $pid";
-  auto r = testing::run_command({"/bin/sh", "-c", script, testing::perfgate_binary(),
-                                 profile_.string(), store_.string(), json_path.string(),
-                                 log.string(), std::to_string(cores)},
-                                {{"TARGET_PORT", std::to_string(server.port())}});
+  auto r = testing::run_command(
+      {"/bin/sh", "-c", script, testing::perfgate_binary(), profile_.string(), store_.string(),
+       json_path.string(), log.string(), std::to_string(cores)},
+      {{"TARGET_PORT", std::to_string(server.port())}});
   std::string err = testing::read_file(log);
   ASSERT_EQ(r.exit_code, 0) << r.out << err;
   auto result = nlohmann::json::parse(testing::read_file(json_path));

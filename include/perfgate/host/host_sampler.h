@@ -82,8 +82,8 @@ struct HostSample {
   /// CPU: the share of the interval in which some task waited for a CPU (PSI
   /// "some" total); memory and io: PSI "some" avg10.
   std::optional<double> cpu_pressure_pct, memory_pressure_pct, io_pressure_pct;
-  std::optional<double> cpu_stall_s;  // the same CPU stall, in seconds
-  std::optional<double> run_wait_s;   // the run's own tasks' waits, summed, in seconds
+  std::optional<double> cpu_stall_s;     // the same CPU stall, in seconds
+  std::optional<double> run_wait_s;      // the run's own tasks' waits, summed, in seconds
   double own_cpu_pct = 0;                // perfgate, all its threads
   std::vector<ThreadLoad> load_threads;  // perfgate's busiest threads, the sampler left out
   uint64_t own_rss_kib = 0;
