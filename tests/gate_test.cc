@@ -153,6 +153,44 @@ TEST_F(GateTest, AMinorityOfDisturbedWindowsIsDroppedNotJudged) {
   EXPECT_EQ(json["notes"].dump().find("dropped as disturbed"), std::string::npos);
 }
 
+// A window without a response on a machine quiet in every rule: the target
+// hung, an error that shows what the host did in that window. The same window
+// with its load thread starved of CPU is explained: inconclusive, not an error,
+// though the run's other windows were fine (a minority is not a saturated run).
+TEST_F(GateTest, AStalledWindowIsAnErrorUnlessThatWindowWasSaturated) {
+  auto text = profile_text();
+  auto limit = text.find("\"generator_cpu\": \"100%\"");
+  text.replace(limit, std::string("\"generator_cpu\": \"100%\"").size(),
+               "\"generator_cpu\": \"90%\"");
+  testing::write_file(dir_ / "profile.json", text);
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass) << console_;
+  auto stalled = kBaseline;
+  stalled[2].responses = 0;
+  try {
+    gate(stalled);
+    ADD_FAILURE() << "a stall on a quiet machine is an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "in iteration 3 (0 socket errors): the target hung, or the load machine "
+                  "stalled through the window (that window: host CPU 0%, foreign CPU 0%, "
+                  "steal 0%)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(stored_runs(), 1);  // the baseline, and nothing of the failed run
+
+  stalled[2].generator_thread_pct = 100;
+  options_.json_path = dir_ / "result.json";
+  EXPECT_EQ(gate(stalled), ExitStatus::kWarn) << console_;
+  auto saturation = result_json()["saturation"];
+  EXPECT_TRUE(saturation["saturated"].get<bool>());
+  EXPECT_NE(saturation["reasons"].dump().find(
+                "in iteration 3 (0 socket errors), on a load machine saturated in that window: "
+                "load thread at 100% of a core (limit 90%)"),
+            std::string::npos)
+      << saturation.dump();
+}
+
 TEST_F(GateTest, NoRecordStoresNothing) {
   options_.record = false;
   EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);

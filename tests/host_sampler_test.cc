@@ -164,6 +164,33 @@ TEST(HostSamplerTest, WindowTakesSamplesByMidpoint) {
   EXPECT_EQ(sum.net_drops, 4u);
 }
 
+// Windows shorter than half a sample (50 ms windows, 250 ms samples) may hold
+// no midpoint: they take the host's state from the sample covering them, or a
+// window that stalled on a busy machine would look unmeasured, not saturated.
+TEST(HostSamplerTest, AWindowWithoutAMidpointTakesTheSampleCoveringIt) {
+  auto t0 = SteadyClock::time_point{} + std::chrono::seconds(10);
+  std::vector<HostSample> samples = {vm_sample(t0)};  // [t0, t0 + 1 s), midpoint t0 + 0.5 s
+  samples[0].foreign_cpu_pct = 80;
+  using std::chrono::milliseconds;
+  TimeWindow own{t0 + milliseconds(450), t0 + milliseconds(550)};
+  TimeWindow covered{t0 + milliseconds(600), t0 + milliseconds(700)};
+  TimeWindow after{t0 + milliseconds(1000), t0 + milliseconds(1100)};
+  auto first = summarize_window(samples, own, 0);
+  EXPECT_EQ(first.samples, 1);
+  EXPECT_DOUBLE_EQ(first.service_cpu_s.value(), 0.3);
+  EXPECT_EQ(first.net_drops, 2u);
+
+  auto second = summarize_window(samples, covered, 1);
+  EXPECT_EQ(second.samples, 1);
+  EXPECT_DOUBLE_EQ(second.foreign_cpu_mean_pct, 80.0);
+  EXPECT_DOUBLE_EQ(second.steal_mean_pct, 5.0);
+  // The sample's sums belong to the window holding its midpoint: not counted twice.
+  EXPECT_FALSE(second.service_cpu_s);
+  EXPECT_EQ(second.net_drops, 0u);
+
+  EXPECT_EQ(summarize_window(samples, after, 2).samples, 0);  // nothing covers it
+}
+
 TEST(HostSamplerTest, SamplesJsonIsBoundedAndGivesServiceCpuBack) {
   std::vector<HostSample> samples(10, vm_sample());
   std::vector<WindowSummary> windows(2);

@@ -122,7 +122,7 @@ MeasuredRun measured(const Profile& profile, const Measurement& m, const CiConte
   MeasuredRun out;
   out.record = make_record(profile, m, ci, host, started_at);
   out.record.saturation = judge_saturation(profile, m);
-  require_responses(m.load, profile.target.url, out.record.saturation);
+  require_responses(profile, m, out.record.saturation);
   out.record.verdict = out.record.saturation.saturated ? Verdict::kWarn : Verdict::kPass;
   out.figures = run_figures(m.load.iterations, service_cpu(m.windows));
   out.host_summary = host_summary(m, out.figures.summary);

@@ -258,10 +258,19 @@ std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>&
   return out;
 }
 
-Saturation judge_saturation(const Profile& profile, const Measurement& m, bool paired_side) {
+namespace {
+
+SaturationContext saturation_context(const Profile& profile, bool paired_side) {
   SaturationContext context;
   context.service_remote = !is_loopback_url(profile.target.url);
   context.paired = paired_side;
+  return context;
+}
+
+}  // namespace
+
+Saturation judge_saturation(const Profile& profile, const Measurement& m, bool paired_side) {
+  auto context = saturation_context(profile, paired_side);
   auto saturation = evaluate_saturation(kept_windows(m), profile.saturation, context);
   check_rate_achieved(m.load, saturation);
   if (!m.unattributed_listener.empty())
@@ -307,12 +316,36 @@ HostSummary host_summary(const Measurement& m, const MetricSet& metrics) {
   return host_summary(std::vector<const Measurement*>{&m}, metrics);
 }
 
+namespace {
+
+// What the host did in a window, for an error that calls the machine quiet.
+std::string window_figures(const Measurement& m, int index) {
+  auto i = static_cast<size_t>(index);
+  if (i >= m.windows.size() || m.windows[i].samples == 0) return " (no host sample covers it)";
+  const auto& w = m.windows[i];
+  char text[160];
+  std::snprintf(text, sizeof text,
+                " (that window: host CPU %.0f%%, foreign CPU %.0f%%, steal %.0f%%",
+                w.host_cpu_mean_pct, w.foreign_cpu_mean_pct, w.steal_mean_pct);
+  std::string out = text;
+  if (w.foreign_cpu_pressure_pct) {
+    std::snprintf(text, sizeof text, ", CPU pressure from other tasks %.0f%%",
+                  *w.foreign_cpu_pressure_pct);
+    out += text;
+  }
+  return out + ")";
+}
+
+}  // namespace
+
 // A window without a single response means the target went away mid-run: no
 // figure of that run describes the service. Unless the load machine was
-// saturated and nothing failed either: then a starved load thread (or service)
-// may have stalled through the window, and the run is inconclusive, not an error.
-void require_responses(const LoadResult& load, const std::string& url, Saturation& saturation) {
-  for (const auto* it : load.kept()) {
+// saturated, in the run or in that window, and nothing failed either: then a
+// starved load thread (or service) may have stalled through the window, and the
+// run is inconclusive, not an error.
+void require_responses(const Profile& profile, const Measurement& m, Saturation& saturation) {
+  const std::string& url = profile.target.url;
+  for (const auto* it : m.load.kept()) {
     if (it->stats.responses > 0) continue;
     uint64_t errors = it->stats.errors.total();
     const ErrorCounts& e = it->stats.errors;
@@ -324,9 +357,19 @@ void require_responses(const LoadResult& load, const std::string& url, Saturatio
                                  std::to_string(it->index + 1) + " (" + std::to_string(errors) +
                                  " socket errors)";
     if (errors > 0) throw Error(what);
-    if (!saturation.saturated)
-      throw Error(what + ": the target hung, or the load machine stalled through the window");
-    saturation.reasons.push_back(what + ", on a saturated load machine");
+    // A run saturated in a minority of its windows is judged; the one that
+    // stalled may be among them, and then the busy host explains it.
+    auto i = static_cast<size_t>(it->index);
+    auto busy = i < m.windows.size() ? window_saturation(m.windows[i], profile.saturation,
+                                                         saturation_context(profile, false))
+                                     : std::nullopt;
+    if (!saturation.saturated && !busy)
+      throw Error(what + ": the target hung, or the load machine stalled through the window" +
+                  window_figures(m, it->index));
+    saturation.saturated = true;
+    saturation.reasons.push_back(what +
+                                 (busy ? ", on a load machine saturated in that window: " + *busy
+                                       : ", on a saturated load machine"));
     spdlog::warn("load machine saturated: {}", saturation.reasons.back());
   }
 }

@@ -70,8 +70,9 @@ Saturation judge_saturation(const Profile& profile, const Measurement& m, bool p
 /// half of them; half or more make the run saturated instead. Returns the note
 /// that says which, or "" when none was dropped.
 std::string drop_disturbed_windows(Measurement& m, const SaturationSpec& spec);
-/// Throws Error for a kept window without a response (see gate.cc's callers).
-void require_responses(const LoadResult& load, const std::string& url, Saturation& saturation);
+/// Throws Error for a kept window without a response, unless the machine was
+/// saturated in the run or in that window: then the run is saturated, with why.
+void require_responses(const Profile& profile, const Measurement& m, Saturation& saturation);
 /// The service's CPU seconds of each window (nullopt where unknown).
 std::vector<std::optional<double>> service_cpu(const std::vector<WindowSummary>& windows);
 /// The load machine over the kept windows of `sides` (a paired run's both sides,

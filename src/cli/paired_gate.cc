@@ -68,8 +68,8 @@ PairedRecords paired_records(const Profile& profile, const Profile& base_profile
   // Screening that left too few pairs lets every pair vote again, stalled ones
   // too: an inconclusive run (a warn, with its reason), not an error.
   if (!screening.inconclusive.empty()) base_saturation.saturated = cand_saturation.saturated = true;
-  require_responses(m.baseline.load, base_profile.target.url, base_saturation);
-  require_responses(m.candidate.load, profile.target.url, cand_saturation);
+  require_responses(base_profile, m.baseline, base_saturation);
+  require_responses(profile, m.candidate, cand_saturation);
   p.cand.saturation = p.base.saturation = paired_saturation(base_saturation, cand_saturation);
   p.cand.kind = "paired";
   p.base.kind = "paired-baseline";

@@ -216,6 +216,10 @@ bool in_window(const HostSample& s, const TimeWindow& w) {
   return mid >= w.start && mid < w.end;
 }
 
+bool overlaps(const HostSample& s, const TimeWindow& w) {
+  return s.start < w.end && s.end > w.start;
+}
+
 // Stall and wait seconds over the window's samples; the run's waits count only
 // beside a stall measured in the same samples.
 struct CpuWaits {
@@ -268,6 +272,10 @@ void add_sample(const HostSample& s, WindowSummary& w, std::map<pid_t, double>& 
 
 // Samples straddle window edges; each counts once, in the window holding its
 // midpoint, so service CPU-seconds are off by at most half a sample per edge.
+// A window shorter than half a sample may hold no midpoint at all; it then takes
+// the host's state from the samples overlapping it, so that a window that
+// stalled on a saturated machine is seen as saturated. Those samples are
+// already counted in a neighbour, so their sums (service CPU, drops) are not.
 WindowSummary summarize_window(const std::vector<HostSample>& samples, const TimeWindow& window,
                                int iteration) {
   WindowSummary w;
@@ -275,13 +283,19 @@ WindowSummary summarize_window(const std::vector<HostSample>& samples, const Tim
   std::map<pid_t, double> thread_cpu_s;
   double seconds = 0;
   CpuWaits waits;
+  bool own_midpoint = std::any_of(samples.begin(), samples.end(),
+                                  [&](const HostSample& s) { return in_window(s, window); });
   for (const auto& s : samples) {
-    if (!in_window(s, window)) continue;
+    if (own_midpoint ? !in_window(s, window) : !overlaps(s, window)) continue;
     add_sample(s, w, thread_cpu_s);
     add_waits(s, waits);
     seconds += s.seconds();
   }
   if (w.samples == 0) return w;
+  if (!own_midpoint) {
+    w.service_cpu_s.reset();
+    w.net_drops = w.net_errors = w.tcp_retrans = 0;
+  }
   fill_pressure(waits, w);
   w.host_cpu_mean_pct /= w.samples;
   w.steal_mean_pct /= w.samples;

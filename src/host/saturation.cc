@@ -104,6 +104,15 @@ std::optional<std::string> window_disturbance(const WindowSummary& w, const Satu
   return std::nullopt;
 }
 
+std::optional<std::string> window_saturation(const WindowSummary& w, const SaturationSpec& spec,
+                                             const SaturationContext& context) {
+  if (w.samples == 0) return std::nullopt;
+  for (const auto& rule : rules(spec, context))
+    if (auto v = rule.figure(w); v && past(rule, *v))
+      return rule.what + " " + fmt(*v) + rule.unit + " (limit " + fmt(rule.limit) + "%)";
+  return std::nullopt;
+}
+
 bool is_loopback_url(const std::string& url) {
   auto scheme = url.find("://");
   auto start = scheme == std::string::npos ? 0 : scheme + 3;

@@ -116,15 +116,17 @@ TEST_F(StoreCliTest, SigkillAtRandomMomentsNeverDamagesTheStore) {
 
 TEST_F(StoreCliTest, EightConcurrentRunnersStoreAllFortyRuns) {
   std::vector<std::thread> runners;
-  std::vector<std::vector<int>> exits(8);
+  std::vector<std::vector<testing::CommandResult>> results(8);
   for (int r = 0; r < 8; ++r)
     runners.emplace_back([&, r] {
-      for (int i = 0; i < 5; ++i)
-        exits[r].push_back(testing::run_command(run_args(), env()).exit_code);
+      for (int i = 0; i < 5; ++i) results[r].push_back(testing::run_command(run_args(), env()));
     });
   for (auto& runner : runners) runner.join();
-  for (const auto& codes : exits)
-    for (int code : codes) EXPECT_TRUE(code >= 0 && code <= 2) << "exit " << code;
+  for (const auto& runs : results)
+    for (const auto& result : runs)
+      EXPECT_TRUE(result.exit_code >= 0 && result.exit_code <= 2)
+          << "exit " << result.exit_code << ":\n"
+          << result.err;
   EXPECT_EQ(BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).run_count(), 40);
   EXPECT_EQ(check().exit_code, 0);
 }

@@ -22,7 +22,8 @@ struct ScriptedWindow {
   uint64_t responses = 1000;
   std::chrono::milliseconds latency{10};
   uint64_t errors = 0;
-  double foreign_cpu_pct = 0;  // what the sampler saw of other processes, % of the host
+  double foreign_cpu_pct = 0;       // what the sampler saw of other processes, % of the host
+  double generator_thread_pct = 0;  // the busiest load thread, % of a core
 };
 
 /// `windows` as the engine would have measured them under `profile`'s load;
@@ -54,6 +55,7 @@ inline Measurement scripted_measurement(const Profile& profile,
     w.samples = 1;
     if (i < service_cpu_s.size()) w.service_cpu_s = service_cpu_s[i];
     w.foreign_cpu_mean_pct = w.foreign_cpu_max_pct = windows[i].foreign_cpu_pct;
+    w.generator_thread_pct = w.generator_thread_max_pct = windows[i].generator_thread_pct;
     m.windows.push_back(w);
     int64_t from = 1'700'000'000'000 + static_cast<int64_t>(i) * 1000;
     m.wall_ms.emplace_back(from, from + 1000);

@@ -34,6 +34,12 @@ Saturation evaluate_saturation(const std::vector<WindowSummary>& kept, const Sat
 /// latency pools every window, so one burst would move it.
 std::optional<std::string> window_disturbance(const WindowSummary& w, const SaturationSpec& spec);
 
+/// The first rule of all (the load thread's and memory too) that one window is
+/// past, as "foreign CPU 87% of the host (limit 25%)"; nullopt when it passes
+/// them all or has no sample. It explains a window that stalled.
+std::optional<std::string> window_saturation(const WindowSummary& w, const SaturationSpec& spec,
+                                             const SaturationContext& context);
+
 /// Whether a URL's host is this machine (127.0.0.0/8, ::1, localhost).
 bool is_loopback_url(const std::string& url);
 
