@@ -144,6 +144,17 @@ TEST_F(GateTest, AMinorityOfDisturbedWindowsIsDroppedNotJudged) {
   ASSERT_TRUE(run);
   EXPECT_TRUE(run->iterations.at(2).discarded);  // stored as not judged, for compare too
   EXPECT_FALSE(run->iterations.at(3).discarded);
+  // compare judges it as it ran, and says why a window is missing.
+  auto again = rejudge_run(store, run->id, {});
+  EXPECT_EQ(again.exit_code, ExitStatus::kPass);
+  std::string compare_notes;
+  for (const auto& n : again.notes) compare_notes += n + "\n";
+  EXPECT_NE(compare_notes.find("1 of 4 windows were dropped as disturbed when it ran, not judged "
+                               "(iteration 3)"),
+            std::string::npos)
+      << compare_notes;
+  for (const auto& n : rejudge_run(store, 1, {}).notes)
+    EXPECT_EQ(n.find("dropped as disturbed"), std::string::npos) << n;  // none were
 
   // Half of the windows or more disturbed: saturated, as before, none dropped.
   burst[3] = burst[2];

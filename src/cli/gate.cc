@@ -214,6 +214,28 @@ MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostF
   return measured(profile, m, ci, host, started_at);
 }
 
+namespace {
+
+// A stored-mode run's iterations past repeat.discard that are not judged were
+// dropped as disturbed when it ran (drop_disturbed_windows): say so again.
+std::optional<std::string> dropped_windows_note(const Profile& profile, const RunRecord& run) {
+  if (run.kind != "gate") return std::nullopt;  // a paired run's screening drops pairs
+  std::string which;
+  int measured = 0, dropped = 0;
+  for (const auto& it : run.iterations) {
+    if (it.index < profile.repeat.discard) continue;
+    ++measured;
+    if (!it.discarded) continue;
+    which += (dropped++ ? ", " : "") + std::to_string(it.index + 1);
+  }
+  if (dropped == 0) return std::nullopt;
+  return std::to_string(dropped) + " of " + std::to_string(measured) +
+         " windows were dropped as disturbed when it ran, not judged (iteration" +
+         (dropped > 1 ? "s " : " ") + which + ")";
+}
+
+}  // namespace
+
 GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& options) {
   auto run = store.run(run_id);
   if (!run) throw Error(store.path().string() + ": no run " + std::to_string(run_id));
@@ -239,6 +261,7 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
                            std::to_string(*result.baseline_run_id) +
                            ", on the pair-by-pair ratios");
   note_shared_load(run->saturation, result.notes);
+  if (auto dropped = dropped_windows_note(profile, *run)) result.notes.push_back(*dropped);
   if (plan.extends()) {
     char level[32];
     std::snprintf(level, sizeof level, "%g", result.confidence);
