@@ -707,13 +707,14 @@ TEST(CurlEngine, ParsesResponsesSplitAcrossManyReads) {
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
       "5\r\nHello\r\n8\r\n, world\n\r\n0\r\n\r\n";
   for (const std::string& response : {std::string(kSmallResponse), chunked}) {
-    ScriptedServer server({.response = response, .piece = 7, .pause = 200us});
-    TlsRelay relay(server.port());
     for (bool tls : {false, true}) {
+      // A server for each pass: the one before may still be finishing a
+      // response as the next pass starts, and no pass counted that one.
+      ScriptedServer server({.response = response, .piece = 7, .pause = 200us});
+      TlsRelay relay(server.port());
       if (tls && !relay.available()) continue;
       SCOPED_TRACE(std::string(tls ? "https, " : "http, ") +
                    (response == chunked ? "chunked" : "Content-Length"));
-      uint64_t served_before = server.responses();
       LoadPlan plan = short_plan(tls ? relay.url() : server.url());
       plan.target.tls_verify = false;
       IterationStats total = everything(run(plan));
@@ -723,7 +724,11 @@ TEST(CurlEngine, ParsesResponsesSplitAcrossManyReads) {
       // Bytes of the responses cut short at the end count too: at most one each.
       EXPECT_GE(total.bytes_read, total.responses * response.size());
       EXPECT_LT(total.bytes_read, (total.responses + plan.connections) * response.size());
-      EXPECT_LE(server.responses() - served_before - total.responses, uint64_t(plan.connections));
+      // Signed: the server counts a response just after sending it, so the engine
+      // may have counted the last one first.
+      auto served_uncounted =
+          static_cast<int64_t>(server.responses()) - static_cast<int64_t>(total.responses);
+      EXPECT_LE(served_uncounted, static_cast<int64_t>(plan.connections));
     }
   }
 }

@@ -15,7 +15,9 @@ using testing::DemoServerProcess;
 using testing::TempDir;
 
 // Four kept iterations of 300 ms against servers with a fixed service time, so
-// that a server six times slower is a significant regression on any machine.
+// that a server six times slower (+500 % p99) is a significant regression on any
+// machine. The p99 limits leave room for what steal does to a 10 ms p99 on a
+// shared VM (+54 % measured with 22 % steal): these tests are about the store.
 constexpr const char* kProfile = R"({
   "name": "history-test",
   "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
@@ -25,7 +27,7 @@ constexpr const char* kProfile = R"({
                   "steal": "100%", "memory_available": "0%" },
   "thresholds": {
     "throughput": { "warn": "30%", "fail": "50%" },
-    "latency_p99": { "warn": "50%", "fail": "100%" }
+    "latency_p99": { "warn": "200%", "fail": "300%" }
   }
 })";
 
