@@ -598,7 +598,12 @@ TEST(CurlEngine, ServesHttpsOverKeptAliveConnections) {
   uint64_t served = server.requests_served();
   EXPECT_GE(served, total.responses);
   EXPECT_LE(served - total.responses, uint64_t(plan.connections));
-  EXPECT_EQ(result.in_flight_at_end, served - total.responses);
+  // Every uncounted request the server answered was in flight at the end; not
+  // every one in flight got there: the relay may not have passed it on yet, or
+  // drops it when the engine closes the connection.
+  ASSERT_TRUE(result.in_flight_at_end);
+  EXPECT_LE(served - total.responses, *result.in_flight_at_end);
+  EXPECT_LE(*result.in_flight_at_end, uint64_t(plan.connections));
   EXPECT_GT(total.bytes_read, total.responses * 13 * 2);  // plaintext headers and bodies
 }
 
