@@ -145,6 +145,28 @@ TEST(ServiceDiscovery, CgroupPressureIsItsTasksWaitForACpu) {
   EXPECT_EQ(cgroups.cpu_wait_usec("/docker/3f2a9c0d11"), std::nullopt);  // no cpu.pressure
 }
 
+// A service watched by its cgroup: the run's own waits for a CPU are perfgate's
+// threads' (schedstat) and the cgroup's tasks' (its cpu.pressure), so that the
+// cpu_pressure rule leaves them out; without the cgroup's figure, unknown.
+TEST(ServiceDiscovery, ACgroupServicesWaitsAreTheRunsThroughItsPressure) {
+  namespace fs = std::filesystem;
+  testing::TempDir root;
+  fs::copy(fs::path(PERFGATE_SOURCE_DIR) / "tests/fixtures/proc/debian-vm/t1", root.path(),
+           fs::copy_options::recursive);
+  fs::copy(kRoot / "sys", root / "sys", fs::copy_options::recursive);
+  fs::copy(kRoot / "proc/mounts", root / "proc/mounts");  // where cgroup2 is
+  CgroupReader cgroups(root.path());
+  ServiceWatch watch{{}, "/system.slice/api.service"};
+  auto snap = take_snapshot(ProcReader(root.path()), &watch, cgroups, {});
+  EXPECT_DOUBLE_EQ(snap.service_cpu_total_s.value(), 1.5);
+  // 163 ms of perfgate's threads, 250 ms (250000 us) of the service's cgroup.
+  EXPECT_EQ(snap.run_wait_ns.value(), 413000000u);
+  watch.cgroup = "/docker/3f2a9c0d11";  // measured, but no cpu.pressure
+  snap = take_snapshot(ProcReader(root.path()), &watch, cgroups, {});
+  EXPECT_TRUE(snap.service_cpu_total_s);
+  EXPECT_FALSE(snap.run_wait_ns);
+}
+
 // A duet whose two services share one cgroup: its CPU is this side's service's,
 // and not taken from foreign CPU a second time as the companion's.
 TEST(ServiceDiscovery, ACgroupSharedByBothSidesIsCountedOnce) {
