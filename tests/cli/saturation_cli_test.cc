@@ -238,6 +238,15 @@ TEST_F(SaturationCliTest, ABurstInAMinorityOfWindowsIsDroppedNotJudged) {
   EXPECT_TRUE(run->iterations[3].discarded || run->iterations[4].discarded) << notes;
   EXPECT_FALSE(run->iterations[5].discarded) << notes;
   EXPECT_TRUE(run->eligible_as_baseline());
+
+  // compare judges the stored run as it ran, and says why windows are missing.
+  auto compared = testing::run_command(
+      {testing::perfgate_binary(), "compare", std::to_string(run->id), "--store", store_.string()});
+  EXPECT_EQ(compared.exit_code, 0) << compared.out << compared.err;
+  EXPECT_NE(compared.out.find(" windows were dropped as disturbed when it ran, not judged "
+                              "(iteration"),
+            std::string::npos)
+      << compared.out;
 }
 
 }  // namespace
