@@ -109,6 +109,22 @@ TEST(SaturationTest, OneDisturbedIterationInFiveIsNotEnough) {
   EXPECT_EQ(s.reasons[0], "foreign CPU 90% of the host (limit 25%) in 3 of 5 iterations");
 }
 
+// A stalled window is explained by every rule it is past: on a shared runner
+// the first (steal) would otherwise hide the one that starved the run.
+TEST(SaturationTest, AWindowNamesEveryRuleItIsPast) {
+  auto w = quiet();
+  EXPECT_EQ(window_saturation(w, SaturationSpec{}, {}), std::nullopt);
+  w.steal_mean_pct = 6;
+  w.memory_available_min_pct = 4;
+  auto why = window_saturation(w, SaturationSpec{}, {});
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("steal 6% (limit 5%)"), std::string::npos) << *why;
+  EXPECT_NE(why->find("memory available 4%"), std::string::npos) << *why;
+  EXPECT_NE(why->find(", "), std::string::npos) << *why;
+  w.samples = 0;  // nothing measured: no claim
+  EXPECT_EQ(window_saturation(w, SaturationSpec{}, {}), std::nullopt);
+}
+
 TEST(SaturationTest, ProfileLimitsOverrideDefaults) {
   SaturationSpec spec;
   spec.foreign_cpu_pct = 2;

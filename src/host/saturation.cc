@@ -107,10 +107,15 @@ std::optional<std::string> window_disturbance(const WindowSummary& w, const Satu
 std::optional<std::string> window_saturation(const WindowSummary& w, const SaturationSpec& spec,
                                              const SaturationContext& context) {
   if (w.samples == 0) return std::nullopt;
+  // Every rule it is past, not the first: steal on a shared runner must not
+  // hide the memory shortage that actually stalled the window.
+  std::string all;
   for (const auto& rule : rules(spec, context))
     if (auto v = rule.figure(w); v && past(rule, *v))
-      return rule.what + " " + fmt(*v) + rule.unit + " (limit " + fmt(rule.limit) + "%)";
-  return std::nullopt;
+      all += (all.empty() ? "" : ", ") + rule.what + " " + fmt(*v) + rule.unit + " (limit " +
+             fmt(rule.limit) + "%)";
+  if (all.empty()) return std::nullopt;
+  return all;
 }
 
 bool is_loopback_url(const std::string& url) {

@@ -298,9 +298,11 @@ TEST(StalledWindowCliTest, AnEmptyWindowOnAQuietMachineIsAnError) {
 }
 
 TEST(StalledWindowCliTest, AnEmptyWindowOnASaturatedMachineIsInconclusive) {
-  // No host has all its memory available: every window is saturated.
+  // No host has all its memory available: every window is saturated, by that
+  // rule alone (a shared runner's steal must not decide which rule is named).
   auto r = run_against_hung_target(R"(,
-  "saturation": { "memory_available": "100%" })");
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "100%" })");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.out.find("saturated: no response from"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("on a load machine saturated in that window: memory available "),

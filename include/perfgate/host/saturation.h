@@ -34,9 +34,9 @@ Saturation evaluate_saturation(const std::vector<WindowSummary>& kept, const Sat
 /// latency pools every window, so one burst would move it.
 std::optional<std::string> window_disturbance(const WindowSummary& w, const SaturationSpec& spec);
 
-/// The first rule of all (the load thread's and memory too) that one window is
-/// past, as "foreign CPU 87% of the host (limit 25%)"; nullopt when it passes
-/// them all or has no sample. It explains a window that stalled.
+/// Every rule (the load thread's and memory too) that one window is past, as
+/// "foreign CPU 87% of the host (limit 25%), CPU steal 6% (limit 5%)"; nullopt
+/// when it passes them all or has no sample. It explains a window that stalled.
 std::optional<std::string> window_saturation(const WindowSummary& w, const SaturationSpec& spec,
                                              const SaturationContext& context);
 
