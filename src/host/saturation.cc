@@ -28,6 +28,11 @@ bool past(const Rule& r, double v) {
   return r.below ? v < r.limit : v > r.limit;
 }
 
+// "foreign CPU 87% of the host (limit 25%)".
+std::string describe(const Rule& r, double v) {
+  return r.what + " " + fmt(v) + r.unit + " (limit " + fmt(r.limit) + "%)";
+}
+
 // "foreign CPU 87% of the host (limit 25%) in 4 of 5 iterations", with the worst window's figure.
 std::optional<std::string> check(const Rule& r, const std::vector<WindowSummary>& kept) {
   int hits = 0;
@@ -39,8 +44,8 @@ std::optional<std::string> check(const Rule& r, const std::vector<WindowSummary>
     if (!worst || (r.below ? *v < *worst : *v > *worst)) worst = v;
   }
   if (hits == 0 || hits * 2 < static_cast<int>(kept.size())) return std::nullopt;
-  return r.what + " " + fmt(*worst) + r.unit + " (limit " + fmt(r.limit) + "%) in " +
-         std::to_string(hits) + " of " + std::to_string(kept.size()) + " iterations";
+  return describe(r, *worst) + " in " + std::to_string(hits) + " of " +
+         std::to_string(kept.size()) + " iterations";
 }
 
 std::vector<Rule> rules(const SaturationSpec& spec, const SaturationContext& context) {
@@ -112,8 +117,7 @@ std::optional<std::string> window_saturation(const WindowSummary& w, const Satur
   std::string all;
   for (const auto& rule : rules(spec, context))
     if (auto v = rule.figure(w); v && past(rule, *v))
-      all += (all.empty() ? "" : ", ") + rule.what + " " + fmt(*v) + rule.unit + " (limit " +
-             fmt(rule.limit) + "%)";
+      all += (all.empty() ? "" : ", ") + describe(rule, *v);
   if (all.empty()) return std::nullopt;
   return all;
 }
