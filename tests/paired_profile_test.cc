@@ -24,7 +24,7 @@ Profile parse(const std::string& text, Vars vars = {}) {
 // A paired profile: `paired` and `extra` spliced into a valid one.
 std::string paired_profile(const std::string& paired, const std::string& extra = "") {
   return R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/api?x=1"},
-             "repeat": {"count": 8, "discard": 2}, "paired": )" +
+             "repeat": {"count": 9, "discard": 2}, "paired": )" +
          paired + (extra.empty() ? "" : ", " + extra) + "}";
 }
 
@@ -91,7 +91,7 @@ TEST(PairedProfileTest, BaselineSideSendsEveryRequestToTheBaselineOrigin) {
 }
 
 TEST(PairedProfileTest, MixOnTheTargetsOriginIsAccepted) {
-  auto p = parse(R"({"name": "t", "repeat": {"count": 8, "discard": 2},
+  auto p = parse(R"({"name": "t", "repeat": {"count": 9, "discard": 2},
       "target": {"url": "http://127.0.0.1:8080/", "requests": [{"path": "/a"}, {"path": "/b"}]},
       "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}}})");
   Profile side = paired_baseline_side(p);
@@ -118,16 +118,18 @@ TEST(PairedProfileTest, RefusesWhatCannotBePaired) {
       {"paired.leg_warmup"});
   expect_one_problem(paired_profile(R"("http://127.0.0.1:8081")"), {"paired", "object"});
   // A request of the mix on another host cannot be sent to "the other build".
-  expect_one_problem(R"({"name": "t", "repeat": {"count": 8, "discard": 2},
+  expect_one_problem(R"({"name": "t", "repeat": {"count": 9, "discard": 2},
       "target": {"url": "http://127.0.0.1:8080/", "requests": [{"url": "http://10.0.0.1:80/"}]},
       "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}}})",
                      {"paired.baseline.origin", "every request", "10.0.0.1"});
 }
 
 TEST(PairedProfileTest, RefusesTooFewPairsToEverFail) {
-  // 5 kept pairs all one way give p = 2/32 = 0.0625: never below 0.05.
+  // One tested metric: 5 kept pairs all one way give p = 2/32 = 0.0625, never
+  // below 0.05.
   std::string five = R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/"},
       "repeat": {"count": 6, "discard": 1},
+      "thresholds": {"throughput": {"warn": "3%", "fail": "5%"}},
       "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}}})";
   expect_one_problem(five, {"paired", "at least 6 kept pairs", "95%", "got 5"});
   std::string six = five;
@@ -139,12 +141,53 @@ TEST(PairedProfileTest, RefusesTooFewPairsToEverFail) {
   expect_one_problem(strict, {"at least 8 kept pairs", "99%"});
 }
 
+// The default limits test three metrics, which share the 95 % budget: each is
+// judged at 98.33 %, which 6 pairs cannot reach (2/64 > 1/60) and 7 can.
+TEST(PairedProfileTest, TheTestedMetricsShareTheLevelThePairsMustReach) {
+  std::string six = R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/"},
+      "repeat": {"count": 7, "discard": 1},
+      "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}}})";
+  expect_one_problem(
+      six, {"at least 7 kept pairs", "shared by 3 tested metrics", "98.33% each", "got 6"});
+  std::string seven = six;
+  seven.replace(seven.find("\"count\": 7"), 10, "\"count\": 8");
+  EXPECT_NO_THROW(parse(seven));
+  // A sequential run's first look is stricter still: 95 % over 6 looks and 3 metrics.
+  std::string looks = seven;
+  looks.replace(looks.find("\"discard\": 1"), 12, "\"discard\": 1, \"max_count\": 18");
+  expect_one_problem(
+      looks, {"at least 10 kept pairs", "split over 6 looks and 3 tested metrics", "got 7"});
+}
+
+// paired.block: how many pairs share one launch of both services.
+TEST(PairedProfileTest, BlockIsOnePairPerLaunchUnlessSet) {
+  EXPECT_EQ(
+      parse(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}})")).paired->block,
+      1);
+  // 9 pairs in blocks of 3 are 3 launches: enough for one metric at 50 %...
+  std::string one_metric_at_50 =
+      R"("baseline": {"confidence": "50%"}, "thresholds": {"throughput": {"fail": "5%"}})";
+  auto p = parse(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}, "block": 3})",
+                                one_metric_at_50));
+  EXPECT_EQ(p.paired->block, 3);
+  // ...but the default limits at 95 % need 7 launches.
+  expect_one_problem(
+      paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}, "block": 3})"),
+      {"at least 7 kept blocks of 3 pairs (paired.block)", "got 3"});
+  EXPECT_NE(p.hash, parse(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}})",
+                                         one_metric_at_50))
+                        .hash);
+  expect_one_problem(
+      paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}, "block": 0})"),
+      {"paired.block"});
+}
+
 TEST(PairedProfileTest, PairingIsAnotherTestButThePortIsNot) {
   auto hash = [](const std::string& paired, Vars vars = {}) {
     return parse(paired_profile(paired), std::move(vars)).hash;
   };
   std::string plain = parse(R"({"name": "t", "target": {"url": "http://127.0.0.1:8080/api?x=1"},
-                               "repeat": {"count": 8, "discard": 2}})")
+                               "repeat": {"count": 9, "discard": 2}})")
                           .hash;
   std::string templated = R"({"baseline": {"origin": "http://127.0.0.1:${P}"}})";
   EXPECT_NE(hash(templated, {{"P", "8081"}}), plain);

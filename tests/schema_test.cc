@@ -128,7 +128,7 @@ TEST(SchemaTest, RejectsWhatPerfgateRejects) {
       "{" + ok_target + R"(, "service": {"command": []}})",
       "{" + ok_target + R"(, "service": {"command": ["x"], "env": {"1A": "b"}}})",
       "{" + ok_target + R"(, "extra": 1})",
-      R"({"name": "x", "target": {"url": "http://127.0.0.1:8080/"}, "repeat": {"count": 8},
+      R"({"name": "x", "target": {"url": "http://127.0.0.1:8080/"}, "repeat": {"count": 9},
           "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}, "schedule": "together"}})",
   };
   testing::TempDir dir;
@@ -155,7 +155,7 @@ TEST(SchemaTest, AcceptsWhatPerfgateAccepts) {
           "headers": {"X-Api-Key": "k"}, "body": "{}"},
           "thresholds": {"throughput": {"min": 10.5, "warn": 5}, "latency_max": {"max": "1.5s"},
                          "error_rate": {"fail": "2%", "max": 0}}})",
-      R"({"name": "x", "target": {"url": "http://127.0.0.1:8080/"}, "repeat": {"count": 8},
+      R"({"name": "x", "target": {"url": "http://127.0.0.1:8080/"}, "repeat": {"count": 9},
           "paired": {"baseline": {"origin": "http://127.0.0.1:8081"}, "schedule": "duet"}})",
   };
   testing::TempDir dir;

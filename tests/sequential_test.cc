@@ -62,11 +62,24 @@ TEST(SequentialTest, UndecidedWhileTheIntervalStraddlesALimit) {
   EXPECT_FALSE(undecided(untested));
 }
 
-TEST(SequentialTest, DetectableChangeIsTheIntervalsHalfWidth) {
-  EXPECT_DOUBLE_EQ(*detectable_change_pct(check("throughput_rps", -4, 2)), 3);
+TEST(SequentialTest, DetectableChangeIsTheTestsAtEightyPercentPower) {
+  auto tested = check("throughput_rps", -4, 2);
+  tested.test->detectable_pct = 4.29;
+  EXPECT_DOUBLE_EQ(*detectable_change_pct(tested), 4.29);
   auto untested = check("throughput_rps", -4, 2);
   untested.test.reset();
   EXPECT_FALSE(detectable_change_pct(untested));
+  EXPECT_FALSE(detectable_change_pct(check("throughput_rps", -4, 2)));  // level out of reach
+}
+
+TEST(SequentialTest, ALookThatCannotReachItsLevelOrCouldNotHaveFailedIsUndecided) {
+  auto unreachable = check("throughput_rps", -12, -8);  // clear of both limits...
+  EXPECT_FALSE(undecided(unreachable));
+  unreachable.test->reaches_level = false;  // ...but at a level its samples cannot reach
+  EXPECT_TRUE(undecided(unreachable));
+  auto inconclusive = check("throughput_rps", -2, 1);
+  inconclusive.inconclusive = true;
+  EXPECT_TRUE(undecided(inconclusive));
 }
 
 TEST(SequentialTest, MeasuresMoreOnlyWhenUndecidedAndAllowed) {

@@ -427,5 +427,39 @@ TEST(RunChange, SteadyRunsMakeAnyDifferenceSignificantAndEqualityNot) {
   EXPECT_THROW(estimate_run_change(1, same, 1.5), std::invalid_argument);
 }
 
+// 80 % power in half-widths of the interval. SciPy 1.10:
+// 1 + norm.ppf(0.8) / norm.ppf(0.975) and 1 + t.ppf(0.8, 4) / t.ppf(0.975, 4).
+TEST(Power, MultiplierOfTheHalfWidthMatchesScipy) {
+  EXPECT_NEAR(stats::power_multiplier(0.95, 0.8), 1.4294064790024281, 1e-12);
+  EXPECT_NEAR(stats::power_multiplier(0.95, 0.8, 4), 1.3389098438992886, 1e-9);
+  // 1 + norm.ppf(0.8) / norm.ppf(1 - 0.05 / 3 / 2): a family of three at 95 %.
+  EXPECT_NEAR(stats::power_multiplier(1 - 0.05 / 3, 0.8), 1.3515573663723972, 1e-12);
+}
+
+// Wilson's score bound, one-sided: (p + z^2/2n - z sqrt(p(1-p)/n + z^2/4n^2)) /
+// (1 + z^2/n) with z = norm.ppf(confidence), evaluated with SciPy 1.10.
+TEST(Binomial, WilsonLowerBoundMatchesScipy) {
+  EXPECT_NEAR(stats::wilson_lower_bound(32, 36000, 0.975), 0.0006297442861216218, 1e-15);
+  EXPECT_NEAR(stats::wilson_lower_bound(60, 36000, 0.975), 0.0012951521298889702, 1e-15);
+  EXPECT_NEAR(stats::wilson_lower_bound(5, 100, 0.95), 0.02454736342580413, 1e-14);
+  EXPECT_EQ(stats::wilson_lower_bound(0, 100, 0.95), 0);
+  EXPECT_THROW(stats::wilson_lower_bound(5, 4, 0.95), std::invalid_argument);
+  EXPECT_THROW(stats::wilson_lower_bound(0, 0, 0.95), std::invalid_argument);
+}
+
+// R's wilcox.test warns "requested conf.level not achievable" where the exact
+// critical value is 0; the interval then says it does not reach the level.
+TEST(HodgesLehmann, SaysWhenTheSamplesCannotReachTheLevel) {
+  std::vector<double> six = {-0.1, -0.11, -0.09, -0.1, -0.12, -0.08};
+  EXPECT_TRUE(stats::hodges_lehmann_paired(six, 0.95).reaches_level);   // 1/64 < 0.025
+  EXPECT_FALSE(stats::hodges_lehmann_paired(six, 0.99).reaches_level);  // 1/64 > 0.005
+  std::vector<double> two_a = {1, 2}, two_b = {3, 4};
+  EXPECT_FALSE(stats::hodges_lehmann(two_a, two_b, 0.95).reaches_level);  // 2x2: p >= 1/3
+  std::vector<double> four_a = {1, 2, 3, 4}, four_b = {5, 6, 7, 8};
+  EXPECT_TRUE(stats::hodges_lehmann(four_a, four_b, 0.95).reaches_level);  // 1/70 < 0.025
+  std::vector<double> ones(6, 1.0), twos = {2, 2.1, 2.2, 2.3, 2.4, 2.5};
+  EXPECT_FALSE(estimate_paired_change(ones, twos, 0.99).reaches_level);
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "demo_server_burner.h"
 #include "perfgate/cli/command.h"
@@ -23,7 +24,27 @@ struct DemoArgs {
   std::string tail_delay = "0s";
   std::string port_file;
   int burn_threads = 0;
+  double launch_spread_pct = 0;
 };
+
+// A testing aid for the launch effect: real services differ from one start to
+// the next (placement, allocator, JIT). Each start draws one speed in
+// [-spread, +spread] and scales its work and delays by it for its whole life.
+void draw_launch_speed(DemoArgs& args) {
+  if (args.launch_spread_pct <= 0) return;
+  std::random_device seed;
+  std::mt19937_64 rng((static_cast<uint64_t>(seed()) << 32) ^ seed());
+  double spread = args.launch_spread_pct / 100;
+  double factor = 1 + std::uniform_real_distribution<double>(-spread, spread)(rng);
+  auto scale = [factor](Nanos d) {
+    return Nanos(static_cast<Nanos::rep>(static_cast<double>(d.count()) * factor));
+  };
+  args.options.work = scale(args.options.work);
+  args.options.delay = scale(args.options.delay);
+  args.options.tail_delay = scale(args.options.tail_delay);
+  spdlog::info("launch speed: work and delays x {:.3f} (--launch-spread {}%)", factor,
+               args.launch_spread_pct);
+}
 
 void write_port_file(const std::string& path, uint16_t port) {
   if (path.empty()) return;
@@ -41,6 +62,7 @@ int run_demo_server(DemoArgs args) {
   if (args.options.tail_delay.count() > 0 && args.options.tail_every == 0)
     throw Error("--tail-delay: needs --tail-every N (e.g. 50 for 2 % of responses)");
   if (args.work != "0s") args.options.work = duration_flag("--work", args.work);
+  draw_launch_speed(args);
   // Forked before any thread of this process exists.
   std::optional<BusyBurner> burner;
   if (args.burn_threads > 0) {
@@ -89,6 +111,10 @@ void register_demo_server_command(CommandSet& commands) {
                    "tree, burn CPU while it serves requests (and 20 ms after), so that a load "
                    "test sees foreign CPU on this server's windows only")
       ->check(CLI::Range(0, 256));
+  demo->add_option("--launch-spread", args->launch_spread_pct,
+                   "Testing aid: each start draws one speed within +-PCT % and scales --work "
+                   "and the delays by it (a launch effect)")
+      ->check(CLI::Range(0.0, 90.0));
   commands.add(demo, [args](const CommandContext&) { return run_demo_server(*args); });
 }
 

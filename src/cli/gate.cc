@@ -264,7 +264,7 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   if (auto dropped = dropped_windows_note(profile, *run)) result.notes.push_back(*dropped);
   if (plan.extends()) {
     char level[32];
-    std::snprintf(level, sizeof level, "%g", result.confidence);
+    std::snprintf(level, sizeof level, "%.4g", result.confidence);
     result.notes.push_back(std::string("sequential run (repeat.max_count): judged at ") + level +
                            "% confidence, as each of its looks was");
   }

@@ -102,7 +102,7 @@ GateResult assemble(const Profile& profile, const RunRecord& run, const Judgemen
   r.checks = judgement.checks;
   r.notes = selection.notes;
   r.notes.insert(r.notes.end(), judgement.notes.begin(), judgement.notes.end());
-  r.confidence = profile.baseline.confidence;
+  r.confidence = judgement.confidence_pct;
   if (const auto& b = selection.baseline; b && !b->run_ids.empty()) {
     r.baseline_run_id = b->run_ids.front();
     r.baseline_commit = b->commits.front();

@@ -473,14 +473,17 @@ struct PairBatch {
   const Placement& placement;
   Progress* progress;
   int pairs;
+  int launch_first = 0;  // the first pair of the services' current launch
+  std::string intro;     // what the run is, said once both sides answered
 };
 
-LoadPlan leg_plan(const PairBatch& batch, const PairedSide& side) {
+// A side's first window of a launch warms the fresh service up for the whole
+// load.warmup; later ones, for the leg warm-up after the other side's load.
+LoadPlan leg_plan(const PairBatch& batch, const PairedSide& side, int pair) {
   LoadPlan plan = plan_from_profile(side.profile);
   plan.iterations = 1;
   plan.discard = 0;
-  plan.warmup =
-      side.out.load.iterations.empty() ? batch.candidate.load.warmup : batch.paired.leg_warmup;
+  plan.warmup = pair == batch.launch_first ? batch.candidate.load.warmup : batch.paired.leg_warmup;
   return plan;
 }
 
@@ -496,8 +499,8 @@ void measure_alternate_pair(const PairBatch& batch, std::array<PairedSide, 2>& s
   for (int k = 0; k < 2 && !batch.stop; ++k) {
     PairedSide& side = sides[static_cast<size_t>(i % 2 == 0 ? k : 1 - k)];
     spdlog::debug("pair {}/{}: {} window", i + 1, batch.pairs, side.name);
-    auto leg = run_load(side.profile, leg_plan(batch, side), batch.stop, side.service, std::nullopt,
-                        nullptr, batch.placement);
+    auto leg = run_load(side.profile, leg_plan(batch, side, i), batch.stop, side.service,
+                        std::nullopt, nullptr, batch.placement);
     append_leg(side.out, std::move(leg), i, i < batch.candidate.repeat.discard);
     show_leg(batch, side, 2 * i + k);
   }
@@ -515,7 +518,7 @@ void measure_duet_pair(const PairBatch& batch, std::array<PairedSide, 2>& sides,
   std::array<DuetLeg, 2> legs;
   std::array<Measurement, 2> measured;
   std::array<std::exception_ptr, 2> failed;
-  std::array<LoadPlan, 2> plans = {leg_plan(batch, sides[0]), leg_plan(batch, sides[1])};
+  std::array<LoadPlan, 2> plans = {leg_plan(batch, sides[0], i), leg_plan(batch, sides[1], i)};
   {
     std::array<std::jthread, 2> threads;
     for (size_t k = 0; k < 2; ++k) {
@@ -545,6 +548,49 @@ void measure_duet_pair(const PairBatch& batch, std::array<PairedSide, 2>& sides,
   }
 }
 
+// One launch of both services (when the profiles start them) and the pairs
+// [batch.launch_first, batch.launch_first + n) measured against it. A service
+// that died ends the run; both stop before the next launch starts.
+void measure_launch(PairBatch& batch, const Profile& baseline, int n, PairedMeasurement& out) {
+  const Profile& candidate = batch.candidate;
+  const bool first = batch.launch_first == 0;
+  std::optional<std::string> death;
+  {
+    auto baseline_service = start_service(baseline, batch.stop, batch.placement);
+    auto candidate_service = start_service(candidate, batch.stop, batch.placement);
+    LoadGuard baseline_guard(batch.stop, baseline_service.get());
+    LoadGuard guard(baseline_guard.stop(), candidate_service.get());
+    std::array<PairedSide, 2> sides = {
+        PairedSide{"baseline", baseline, attributed_service(baseline, baseline_service.get()),
+                   out.baseline},
+        PairedSide{"candidate", candidate, attributed_service(candidate, candidate_service.get()),
+                   out.candidate}};
+    // Both reachable before anything is said: an unreachable side is one error line.
+    probe_target(baseline.target, baseline.load.timeout);
+    probe_target(candidate.target, candidate.load.timeout);
+    auto level = first ? spdlog::level::info : spdlog::level::debug;
+    for (const auto& side : sides) log_service(side.profile, side.service, level);
+    if (first) log_placement(batch.placement, spdlog::level::info);
+    if (first) spdlog::info("{}", batch.intro);
+    auto pinned_base = pin_watched(batch.placement, sides[0].service, baseline_service.get());
+    auto pinned_cand = pin_watched(batch.placement, sides[1].service, candidate_service.get());
+    // The guard's stop also ends the pairs when a service dies.
+    const std::atomic<bool>& stop = guard.stop();
+    PairBatch guarded{batch.candidate, batch.paired,       stop, batch.placement, batch.progress,
+                      batch.pairs,     batch.launch_first, ""};
+    for (int i = batch.launch_first; i < batch.launch_first + n && !stop; ++i) {
+      if (batch.paired.schedule == "duet")
+        measure_duet_pair(guarded, sides, i);
+      else
+        measure_alternate_pair(guarded, sides, i);
+    }
+    death = guard.finish();
+    if (!death) death = baseline_guard.finish();
+    out.baseline.aborted = out.candidate.aborted = stop;
+  }  // both services stop here
+  if (death) throw_service_death(*death, out.candidate.load);
+}
+
 }  // namespace
 
 PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseline,
@@ -552,49 +598,38 @@ PairedMeasurement measure_paired(const Profile& candidate, const Profile& baseli
   const PairedSpec& paired = candidate.paired.value();
   const bool duet = paired.schedule == "duet";
   PairedMeasurement out;
-  std::optional<std::string> death;
   // One placement for both sides: the candidate's profile decides it for the pair.
   auto placement = resolve_placement(candidate);
-  {
-    auto baseline_service = start_service(baseline, stop, placement);
-    auto candidate_service = start_service(candidate, stop, placement);
-    LoadGuard baseline_guard(stop, baseline_service.get());
-    LoadGuard guard(baseline_guard.stop(), candidate_service.get());
-    std::array<PairedSide, 2> sides = {
-        PairedSide{"baseline", baseline, attributed_service(baseline, baseline_service.get()),
-                   out.baseline},
-        PairedSide{"candidate", candidate, attributed_service(candidate, candidate_service.get()),
-                   out.candidate}};
-    int pairs = candidate.repeat.count;
-    // Both reachable before anything is said: an unreachable side is one error line.
-    probe_target(baseline.target, baseline.load.timeout);
-    probe_target(candidate.target, candidate.load.timeout);
-    for (const auto& side : sides) log_service(side.profile, side.service, spdlog::level::info);
-    log_placement(placement, spdlog::level::info);
-    auto pinned_base = pin_watched(placement, sides[0].service, baseline_service.get());
-    auto pinned_cand = pin_watched(placement, sides[1].service, candidate_service.get());
-    auto leg_length = candidate.load.duration + paired.leg_warmup;
-    // A duet's two windows take the time of one.
-    int sides_in_turn = duet ? 1 : 2;
-    auto progress =
-        make_progress(2 * pairs, sides_in_turn * (candidate.load.warmup + pairs * leg_length));
-    spdlog::info("paired: {} pairs of {} windows, baseline at {}, {}", pairs,
-                 format_duration(candidate.load.duration), redacted_url(paired.origin),
-                 duet ? "both sides at once (duet)" : "order A B, B A, ...");
-    PairBatch batch{candidate, paired, guard.stop(), placement, progress ? &*progress : nullptr,
-                    pairs};
-    for (int i = 0; i < pairs && !guard.stop(); ++i) {
-      if (duet)
-        measure_duet_pair(batch, sides, i);
-      else
-        measure_alternate_pair(batch, sides, i);
+  int pairs = candidate.repeat.count;
+  int block = std::max(1, paired.block);
+  int launches = (pairs + block - 1) / block;
+  auto leg_length = candidate.load.duration + paired.leg_warmup;
+  // A duet's two windows take the time of one; every launch warms up anew.
+  int sides_in_turn = duet ? 1 : 2;
+  auto progress = make_progress(
+      2 * pairs, sides_in_turn * (launches * candidate.load.warmup + pairs * leg_length));
+  PairBatch batch{candidate, paired, stop, placement, progress ? &*progress : nullptr,
+                  pairs,     0,      ""};
+  batch.intro = fmt::format(
+      "paired: {} pairs of {} windows, baseline at {}, {}, {}", pairs,
+      format_duration(candidate.load.duration), redacted_url(paired.origin),
+      duet ? "both sides at once (duet)" : "order A B, B A, ...",
+      block == 1 ? "both services started anew for every pair"
+                 : "both services started anew every " + std::to_string(block) + " pairs");
+  for (int first = 0; first < pairs && !stop; first += block) {
+    batch.launch_first = first;
+    try {
+      measure_launch(batch, baseline, std::min(block, pairs - first), out);
+    } catch (const Error&) {
+      // A signal while a later launch starts ends the run like one during the
+      // load: what was measured is kept, as an aborted run.
+      if (!stop || first == 0) throw;
+      out.candidate.aborted = true;
     }
-    if (progress) progress->finish();
-    death = guard.finish();
-    if (!death) death = baseline_guard.finish();
-    out.baseline.aborted = out.candidate.aborted = guard.stop();
-  }  // both services stop here
-  if (death) throw_service_death(*death, out.candidate.load);
+    if (out.candidate.aborted) break;
+  }
+  if (progress) progress->finish();
+  out.baseline.aborted = out.candidate.aborted = out.candidate.aborted || stop;
   return out;
 }
 

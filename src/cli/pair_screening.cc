@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "perfgate/core/verdict.h"
+
 namespace perfgate {
 namespace {
 
@@ -28,15 +30,6 @@ bool voting(const PairedMeasurement& m, size_t i) {
 void drop(PairedMeasurement& m, size_t i) {
   m.baseline.load.iterations[i].discarded = true;
   m.candidate.load.iterations[i].discarded = true;
-}
-
-// The fewest voting pairs whose signed-rank test can reach p < 1 - confidence:
-// n pairs all one way give the exact two-sided p = 2 / 2^n.
-int min_pairs(double confidence_pct) {
-  double alpha = 1 - confidence_pct / 100;
-  int n = 1;
-  while (2.0 / std::pow(2.0, n) >= alpha) ++n;
-  return n;
 }
 
 // Iteration i of `from` becomes iteration `index` of `side`, with its window
@@ -121,7 +114,7 @@ PairScreening screen_pairs(PairedMeasurement& m, const PairedSpec& spec, double 
   }
   int votes = 0;
   for (size_t i = 0; i < pair_count(m); ++i) votes += voting(m, i) ? 1 : 0;
-  int needed = min_pairs(confidence_pct);
+  int needed = min_pairs_to_reach(confidence_pct);
   if (out.dropped == 0 || votes >= needed) return out;
   out.inconclusive = std::to_string(out.dropped) + " pairs disturbed, " +
                      std::to_string(out.redone) + " measured again (paired.max_redos " +

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
 
 #include "gate_pipeline.h"
@@ -107,14 +108,38 @@ struct PairedLook {
   Judgement judgement;
 };
 
+// Pairs of one launch share its luck, so with paired.block above 1 the test
+// takes one value per launch and side: the figure (median) of its kept windows.
+// The summary stays the whole side's.
+RunFigures per_launch(const std::vector<Iteration>& iterations,
+                      const std::vector<std::optional<double>>& service_cpu_s, int block) {
+  RunFigures all = run_figures(iterations, service_cpu_s);
+  if (block <= 1) return all;
+  std::map<int, std::pair<std::vector<Iteration>, std::vector<std::optional<double>>>> launches;
+  for (size_t i = 0; i < iterations.size(); ++i) {
+    auto& launch = launches[iterations[i].index / block];
+    launch.first.push_back(iterations[i]);
+    launch.second.push_back(i < service_cpu_s.size() ? service_cpu_s[i] : std::nullopt);
+  }
+  all.values.clear();
+  for (const auto& [index, launch] : launches) {
+    RunFigures one = run_figures(launch.first, launch.second);
+    for (const auto& [key, values] : one.values)
+      if (!values.empty()) all.values[key].push_back(one.summary[key]);
+  }
+  return all;
+}
+
 PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const Profile& profile,
                        double confidence) {
   PairedLook look;
-  look.now = run_figures(p.cand.iterations, service_cpu(m.candidate.windows));
+  int block = profile.paired->block;
+  look.now = per_launch(p.cand.iterations, service_cpu(m.candidate.windows), block);
   look.selection.baseline = Baseline{{}, {}, {}};
   look.selection.baseline->sample.pooled =
-      run_figures(p.base.iterations, service_cpu(m.baseline.windows));
+      per_launch(p.base.iterations, service_cpu(m.baseline.windows), block);
   look.selection.baseline->sample.paired = true;
+  if (block > 1) look.selection.baseline->sample.paired_unit = "blocks";  // launches, not pairs
   look.judgement = judge(look.now, &look.selection.baseline->sample, profile.thresholds,
                          p.cand.saturation, {confidence});
   return look;
@@ -197,7 +222,9 @@ PairedState measure_and_screen(const PairedContext& c, std::vector<std::string>&
   s.m = c.measurer.paired(c.profile, c.base_profile, c.stop);
   c.gate.loaded(s.m.candidate.load);
   if (s.m.candidate.aborted) record_aborted(c.gate, c.store, c.profile, s.m.candidate, c.host);
-  s.screening = screen_pairs(s.m, *c.profile.paired, c.profile.baseline.confidence, [&](int pairs) {
+  // Enough pairs must vote to reach the level each tested metric is judged at.
+  double level = family_confidence(c.confidence, family_bound(c.profile.thresholds));
+  s.screening = screen_pairs(s.m, *c.profile.paired, level, [&](int pairs) {
     spdlog::info("paired: measuring {} disturbed pairs again", pairs);
     return c.measurer.paired(redo_profile(c.profile, pairs), redo_profile(c.base_profile, pairs),
                              c.stop);
@@ -240,7 +267,6 @@ GateResult paired_result(const PairedContext& c, PairedState& s, const RunOption
                          const std::vector<std::string>& screening_notes,
                          const std::optional<SequentialSummary>& sequential) {
   GateResult r = assemble(c.profile, s.p.cand, s.look.judgement, s.look.selection);
-  r.confidence = c.confidence;
   r.baseline_commit = s.p.base.ci.commit;
   PairedSummary paired{redacted_url(c.base_profile.target.url),
                        s.p.base.ci.commit,

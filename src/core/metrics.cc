@@ -132,6 +132,11 @@ RunFigures run_figures(const std::vector<Iteration>& iterations,
   }
   for (const auto& [key, values] : figures.values)
     figures.summary[key] = aggregate(*find_metric(key), values);
+  for (const auto& it : iterations) {
+    if (it.discarded) continue;
+    figures.attempts += it.stats.attempts();
+    figures.failures += it.stats.errors.total() + it.stats.statuses.failed();
+  }
   return figures;
 }
 

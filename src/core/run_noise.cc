@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -30,6 +31,43 @@ RunNoise pooled_run_noise(std::span<const std::vector<double>> groups) {
   return noise;
 }
 
+namespace {
+
+// The spread a run-level test uses, and how it came by it.
+struct Spread {
+  double sd = 0;
+  double df = 0;
+  std::string how;
+};
+
+// The pool as a prior for the window's own spread: their variances combined by
+// degrees of freedom, s^2 = (df_p s_p^2 + (k - 1) s_w^2) / (df_p + k - 1). Where
+// the window scatters significantly more than the pool says this code does (F
+// test, upper tail, p < 0.05: the noise varies by day, or has grown since the
+// pool's runs), the pool would err narrow; the window's own spread decides.
+Spread window_and_pool(std::span<const double> runs, double mean, const RunNoise& noise) {
+  std::string pooled = "noise pooled over " + std::to_string(noise.runs) + " runs, " +
+                       std::to_string(noise.df) + " df";
+  double pool_var = noise.log_sd * noise.log_sd;
+  if (runs.size() < 2) return {noise.log_sd, static_cast<double>(noise.df), pooled};
+  double own_df = static_cast<double>(runs.size()) - 1, ss = 0;
+  for (double v : runs) ss += (std::log(v) - mean) * (std::log(v) - mean);
+  double own_var = ss / own_df;
+  double p = pool_var > 0 ? stats::f_distribution_sf(own_var / pool_var, own_df, noise.df)
+                          : (own_var > 0 ? 0.0 : 1.0);
+  if (p < 0.05) {
+    char text[96];
+    std::snprintf(text, sizeof text,
+                  "the window's own spread: the pool's %d df is narrower (F p=%.3f)", noise.df, p);
+    return {std::sqrt(own_var), own_df, text};
+  }
+  double df = noise.df + own_df;
+  return {std::sqrt((noise.df * pool_var + own_df * own_var) / df), df,
+          pooled + ", with the window's " + std::to_string(static_cast<int>(own_df)) + " df"};
+}
+
+}  // namespace
+
 ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
                                    double confidence, const RunNoise& noise) {
   const std::string name = "estimate_run_change (pooled noise)";
@@ -43,8 +81,9 @@ ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_
   auto k = static_cast<double>(baseline_runs.size());
   double mean = 0;
   for (double v : baseline_runs) mean += std::log(v) / k;
-  double df = noise.df;
-  double scale = noise.log_sd * std::sqrt(1 + 1 / k);
+  auto spread = window_and_pool(baseline_runs, mean, noise);
+  double df = spread.df;
+  double scale = spread.sd * std::sqrt(1 + 1 / k);
   double half = stats::student_t_quantile(0.5 + confidence / 2, df) * scale;
   double d = std::log(now) - mean;
   double p = 1;
@@ -59,8 +98,9 @@ ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_
           p,
           1,
           static_cast<int>(k),
-          "run-level t (" + std::to_string(baseline_runs.size()) + " runs, noise pooled over " +
-              std::to_string(noise.runs) + " runs, " + std::to_string(noise.df) + " df)"};
+          "run-level t (" + std::to_string(baseline_runs.size()) + " runs, " + spread.how + ")",
+          true,
+          df};
 }
 
 }  // namespace perfgate

@@ -22,6 +22,9 @@ int SequentialPlan::next_batch(int taken) const {
 
 bool undecided(const MetricCheck& c) {
   if (!c.gated || !c.test) return false;
+  // A look whose test cannot reach its level, or could not have told a
+  // fail-sized change, has decided nothing: more data can.
+  if (c.inconclusive || !c.test->reaches_level) return true;
   const MetricDef* def = find_metric(c.metric);
   if (!def) return false;
   // The interval in the regressing direction: positive is worse.
@@ -35,7 +38,7 @@ bool undecided(const MetricCheck& c) {
 
 std::optional<double> detectable_change_pct(const MetricCheck& c) {
   if (!c.test) return std::nullopt;
-  return (c.test->ci_high_pct - c.test->ci_low_pct) / 2;
+  return c.test->detectable_pct;
 }
 
 SequentialStep next_step(const Judgement& judgement, bool saturated, bool stopped, int taken,

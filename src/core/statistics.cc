@@ -107,8 +107,9 @@ double exact_two_sided_p(const std::vector<double>& counts, double statistic) {
   return std::min(1.0, 2.0 * std::min(lower, upper) / total);
 }
 
-// The smallest statistic q with P(S <= q) >= alpha / 2 (R's qwilcox / qsignrank),
-// at least 1 so that the interval's index exists.
+// The smallest statistic q with P(S <= q) >= alpha / 2 (R's qwilcox / qsignrank).
+// 0 when even the most extreme arrangement is that likely: the samples are too
+// small to reach the level at all (interval_at then says so).
 size_t exact_critical(const std::vector<double>& counts, double alpha) {
   double total = std::accumulate(counts.begin(), counts.end(), 0.0);
   double target = alpha / 2 - 10 * std::numeric_limits<double>::epsilon();  // R's fuzz
@@ -118,21 +119,24 @@ size_t exact_critical(const std::vector<double>& counts, double alpha) {
     cum += counts[q] / total;
     if (cum >= target) break;
   }
-  return std::max<size_t>(q, 1);
+  return q;
 }
 
 // The same critical value from the continuity-corrected normal approximation of a
 // statistic with mean mean and deviation sigma.
 size_t normal_critical(double mean, double sigma, double alpha) {
   double q = std::ceil(mean - normal_quantile(1 - alpha / 2) * sigma - 0.5);
-  return static_cast<size_t>(std::max(q, 1.0));
+  return static_cast<size_t>(std::max(q, 0.0));
 }
 
 // The interval between the q-th smallest and the q-th largest of the sorted pairwise
-// values: the shifts the rank test at level alpha would not reject.
+// values: the shifts the rank test at level alpha would not reject. A critical
+// value of 0 cannot reach the level: the widest interval there is (R's
+// wilcox.test does the same, with a warning) claims less than asked, and says so.
 Interval interval_at(const std::vector<double>& pairwise, size_t q) {
-  q = std::min(q, (pairwise.size() + 1) / 2);  // keep low <= high on tiny samples
-  return {median_of_sorted(pairwise), pairwise[q - 1], pairwise[pairwise.size() - q]};
+  bool reaches = q >= 1;
+  q = std::clamp<size_t>(q, 1, (pairwise.size() + 1) / 2);  // low <= high on tiny samples
+  return {median_of_sorted(pairwise), pairwise[q - 1], pairwise[pairwise.size() - q], reaches};
 }
 
 std::vector<double> pairwise_differences(std::span<const double> x, std::span<const double> y) {
@@ -308,6 +312,13 @@ double incomplete_beta(double a, double b, double x) {
 
 }  // namespace
 
+double f_distribution_sf(double f, double d1, double d2) {
+  if (!(d1 > 0 && d2 > 0)) throw std::invalid_argument("f_distribution_sf: df must be > 0");
+  if (!(f > 0)) return 1;
+  if (std::isinf(f)) return 0;
+  return incomplete_beta(d2 / 2, d1 / 2, d2 / (d2 + d1 * f));
+}
+
 double student_t_cdf(double t, double df) {
   if (!(df > 0)) throw std::invalid_argument("student_t_cdf: df must be > 0");
   if (std::isinf(t)) return t > 0 ? 1 : 0;
@@ -378,6 +389,24 @@ Interval hodges_lehmann_paired(std::span<const double> differences, double confi
   return interval_at(walsh_averages(differences), q);
 }
 
+double power_multiplier(double confidence, double power, double df) {
+  require_confidence(confidence);
+  require_confidence(power);
+  auto q = [&](double p) { return df > 0 ? student_t_quantile(p, df) : normal_quantile(p); };
+  return 1 + q(power) / q(0.5 + confidence / 2);
+}
+
+double wilson_lower_bound(double events, double trials, double confidence) {
+  require_confidence(confidence);
+  if (!(trials > 0) || !(events >= 0) || events > trials)
+    throw std::invalid_argument("wilson_lower_bound: needs 0 <= events <= trials and trials > 0");
+  if (events == 0) return 0;
+  double z = normal_quantile(confidence), p = events / trials, z2n = z * z / trials;
+  double centre = p + z2n / 2;
+  double spread = z * std::sqrt(p * (1 - p) / trials + z2n / (4 * trials));
+  return std::max(0.0, (centre - spread) / (1 + z2n));
+}
+
 Interval bootstrap_median_ratio(std::span<const double> now, std::span<const double> baseline,
                                 double confidence, std::uint64_t seed, int resamples) {
   require_values(now, "bootstrap_median_ratio: now");
@@ -415,7 +444,8 @@ ChangeEstimate estimate_change(std::span<const double> now, std::span<const doub
           test.p_value,
           static_cast<int>(now.size()),
           static_cast<int>(baseline.size()),
-          std::string("mann-whitney+hodges-lehmann") + (test.exact ? " (exact)" : " (normal)")};
+          std::string("mann-whitney+hodges-lehmann") + (test.exact ? " (exact)" : " (normal)"),
+          shift.reaches_level};
 }
 
 ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
@@ -453,7 +483,9 @@ ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_
           p,
           1,
           static_cast<int>(k),
-          "run-level t (" + std::to_string(baseline_runs.size()) + " runs)"};
+          "run-level t (" + std::to_string(baseline_runs.size()) + " runs)",
+          true,
+          k - 1};
 }
 
 ChangeEstimate estimate_paired_change(std::span<const double> now, std::span<const double> baseline,
@@ -481,7 +513,8 @@ ChangeEstimate estimate_paired_change(std::span<const double> now, std::span<con
           static_cast<int>(now.size()),
           static_cast<int>(baseline.size()),
           std::string("wilcoxon-signed-rank+hodges-lehmann on log-ratios") +
-              (test.exact ? " (exact)" : " (normal)")};
+              (test.exact ? " (exact)" : " (normal)"),
+          shift.reaches_level};
 }
 
 }  // namespace perfgate

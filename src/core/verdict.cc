@@ -26,6 +26,13 @@ std::string compact(double v) {
   return buf;
 }
 
+// A level as a reader takes it: 95 -> "95", 98.3333 -> "98.33".
+std::string level_text(double pct) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", pct);
+  return buf;
+}
+
 int decimals_for(std::string_view unit) {
   return unit == "req/s" ? 1 : 3;
 }
@@ -35,6 +42,7 @@ std::string with_unit(double v, std::string_view unit) {
 }
 
 std::string signed_pct(double pct) {
+  if (std::fabs(pct) > 99999) return pct > 0 ? ">+99999%" : "<-99999%";  // "huge", no more
   return (pct >= 0 ? "+" : "") + fixed(pct, 1) + "%";
 }
 
@@ -48,12 +56,27 @@ std::string limit_text(const MetricDef& def, double limit_pct) {
   return (def.better == Better::kHigher ? "-" : "+") + compact(limit_pct) + "%";
 }
 
-void check_absolute(const MetricDef& def, MetricCheck& c) {
+// An absolute ceiling or floor. An error rate is a count of failures among
+// attempts, which scatter binomially: it fails only when its lower bound (one-
+// sided, at the run's level) is past the max, so a true rate just under the max
+// does not fail one run in seven; past the max but not surely, it warns.
+void check_absolute(const MetricDef& def, const RunFigures& now, double level_pct, MetricCheck& c) {
   const auto& t = c.thresholds;
   if (t.max && c.value > *t.max) {
     c.verdict = Verdict::kFail;
     c.message = std::string(def.key) + " " + with_unit(c.value, def.unit) + " is above the max " +
                 with_unit(*t.max, def.unit);
+    if (def.key == "error_rate_pct" && now.attempts > 0) {
+      double one_sided = 1 - (1 - level_pct / 100) / 2;
+      double low = 100 * stats::wilson_lower_bound(static_cast<double>(now.failures),
+                                                   static_cast<double>(now.attempts), one_sided);
+      if (low <= *t.max) {
+        c.verdict = Verdict::kWarn;
+        c.message += " but within the noise of " + std::to_string(now.attempts) +
+                     " requests (lower bound " + fixed(low, 3) + "% at " +
+                     level_text(one_sided * 100) + "%)";
+      }
+    }
   } else if (t.min && c.value < *t.min) {
     c.verdict = Verdict::kFail;
     c.message = std::string(def.key) + " " + with_unit(c.value, def.unit) + " is below the min " +
@@ -72,7 +95,7 @@ std::string p_text(double p) {
 std::string change_text(const MetricCheck& c, double confidence) {
   std::string text = "(" + signed_pct(*c.change_pct);
   if (c.test)
-    text += ", " + compact(confidence) + "% CI " + signed_pct(c.test->ci_low_pct) + ".." +
+    text += ", " + level_text(confidence) + "% CI " + signed_pct(c.test->ci_low_pct) + ".." +
             signed_pct(c.test->ci_high_pct) + ", " + p_text(c.test->p_value);
   return text + ")";
 }
@@ -96,9 +119,31 @@ std::optional<ChangeEstimate> run_level_change(const BaselineSample& base, const
   return std::nullopt;
 }
 
-// The iteration-level rank test, and the run-level one too when there is one
-// (run_level_change): a change counts only when it stands out from both the
-// spread of iterations and the spread of whole runs.
+ChangeTest change_test(const ChangeEstimate& e, double confidence, std::string unit) {
+  ChangeTest t;
+  t.ci_low_pct = e.ci_low_pct;
+  t.ci_high_pct = e.ci_high_pct;
+  t.p_value = e.p_value;
+  t.reaches_level = e.reaches_level;
+  t.significant = e.reaches_level && e.p_value < 1 - confidence / 100;
+  t.n_now = e.n_now;
+  t.n_base = e.n_base;
+  t.method = e.method;
+  t.estimate_pct = e.change_pct;
+  t.confidence_pct = confidence;
+  t.unit = std::move(unit);
+  if (e.reaches_level)
+    t.detectable_pct = (e.ci_high_pct - e.ci_low_pct) / 2 *
+                       stats::power_multiplier(confidence / 100, kDetectionPower / 100, e.df);
+  return t;
+}
+
+// The test of a change, at the launch as its unit where it can be. Paired: the
+// signed-rank test on the pairs' log-ratios. Stored: the run-level t test of this
+// run's figure against the baseline runs' figures (run_level_change) when there
+// is one, since iterations of one run share its luck and are no independent
+// evidence; else, with one or two baseline runs and no pool, the rank test of
+// the iterations, which is all there is.
 std::optional<ChangeTest> test_change(const std::vector<double>& now, const BaselineSample& base,
                                       const std::string& key, double value, double confidence) {
   auto pooled = base.pooled.values.find(key);
@@ -106,64 +151,120 @@ std::optional<ChangeTest> test_change(const std::vector<double>& now, const Base
     return std::nullopt;
   double level = confidence / 100;
   try {
-    if (base.paired) {
-      auto pairs = estimate_paired_change(now, pooled->second, level);
-      ChangeTest t{pairs.ci_low_pct,
-                   pairs.ci_high_pct,
-                   pairs.p_value,
-                   pairs.p_value < 1 - level,
-                   pairs.n_now,
-                   pairs.n_base,
-                   1,
-                   pairs.method};
-      return t;
-    }
-    auto iter = estimate_change(now, pooled->second, level);
-    ChangeTest t{iter.ci_low_pct, iter.ci_high_pct, iter.p_value, false, iter.n_now, iter.n_base, 1,
-                 iter.method};
+    if (base.paired)
+      return change_test(estimate_paired_change(now, pooled->second, level), confidence,
+                         base.paired_unit);
     auto runs = base.run_figures.find(key);
-    if (runs != base.run_figures.end()) t.baseline_runs = static_cast<int>(runs->second.size());
+    int k = runs == base.run_figures.end() ? 0 : static_cast<int>(runs->second.size());
+    std::optional<ChangeTest> t;
     if (auto run = run_level_change(base, key, value, level)) {
-      t.p_value = std::max(t.p_value, run->p_value);
-      t.ci_low_pct = std::min(t.ci_low_pct, run->ci_low_pct);
-      t.ci_high_pct = std::max(t.ci_high_pct, run->ci_high_pct);
-      t.method += ", " + run->method;
+      t = change_test(*run, confidence, "runs");
+      t->n_now = static_cast<int>(now.size());
+      t->n_base = static_cast<int>(pooled->second.size());
+    } else {
+      t = change_test(estimate_change(now, pooled->second, level), confidence, "iterations");
     }
-    t.significant = t.p_value < 1 - level;
+    t->baseline_runs = std::max(k, 1);
     // A shift interval of a positive figure can reach past -100 %, which no such
     // figure can fall by: the bound says "down to nothing" and no more.
     bool positive = value > 0 && std::all_of(pooled->second.begin(), pooled->second.end(),
                                              [](double v) { return v > 0; });
-    if (positive) t.ci_low_pct = std::max(t.ci_low_pct, -100.0);
+    if (positive) t->ci_low_pct = std::max(t->ci_low_pct, -100.0);
     return t;
   } catch (const std::invalid_argument&) {
     return std::nullopt;  // a zero baseline: no relative change to test
   }
 }
 
-void check_relative(const MetricDef& def, MetricCheck& c, double confidence) {
+// Why a metric could not have failed, and what would let it: more of the same
+// unit (the interval narrows with the square root of the count), or, for whole
+// runs, a quieter runner or paired mode (a run's own noise does not average away).
+std::string why_inconclusive(const ChangeTest& t, double limit_pct) {
+  std::string level = level_text(t.confidence_pct) + "%";
+  if (!t.detectable_pct) {
+    std::string text =
+        std::to_string(t.n_now) + " " + t.unit + " cannot reach " + level + " at all";
+    if (t.unit != "pairs" && t.unit != "blocks") return text + "; more " + t.unit + " would";
+    return text + "; at least " + std::to_string(min_pairs_to_reach(t.confidence_pct)) + " kept " +
+           t.unit + " would";
+  }
+  std::string text = "it could detect only changes of " + fixed(*t.detectable_pct, 1) + "% (" +
+                     compact(kDetectionPower) + "% power at " + level + ")";
+  if (t.unit == "runs")
+    return text + ": the run-to-run noise is too large for this limit with " +
+           std::to_string(t.baseline_runs) +
+           " baseline runs; paired mode or a quieter runner would decide";
+  double ratio = *t.detectable_pct / limit_pct;
+  auto needed = static_cast<long long>(std::ceil(t.n_now * ratio * ratio));
+  return text + "; about " + std::to_string(needed) + " " + t.unit +
+         " would decide (this run has " + std::to_string(t.n_now) + ")";
+}
+
+void check_relative(const MetricDef& def, MetricCheck& c) {
   if (!c.change_pct || c.verdict == Verdict::kFail) return;
   const auto& t = c.thresholds;
+  double confidence = c.test ? c.test->confidence_pct : 95;
   double worse = regression_pct(def, *c.change_pct);
   auto describe = [&](const std::string& what, double limit) {
     return std::string(def.key) + " " + with_unit(c.value, def.unit) + " vs baseline " +
            with_unit(*c.baseline, def.unit) + " " + change_text(c, confidence) + ", " + what +
            " limit " + limit_text(def, limit);
   };
-  // Without per-iteration values there is nothing to test: the limit alone decides.
-  bool significant = !c.test || c.test->significant;
-  if (t.fail_pct && worse > *t.fail_pct && significant) {
+  if (!c.test) {  // one value a side: nothing to test, the limit alone decides
+    if (t.fail_pct && worse > *t.fail_pct) {
+      c.verdict = Verdict::kFail;
+      c.message = describe("fail", *t.fail_pct);
+    } else if (t.warn_pct && worse > *t.warn_pct) {
+      c.verdict = Verdict::kWarn;
+      c.message = describe("warn", *t.warn_pct);
+    }
+    return;
+  }
+  // The interval in the regressing direction: its near end is the least the
+  // change can be, at the run's level.
+  double least = def.better == Better::kHigher ? -c.test->ci_high_pct : c.test->ci_low_pct;
+  double floor = t.warn_pct.value_or(0);
+  bool sure = c.test->reaches_level;
+  if (t.fail_pct && worse > *t.fail_pct && sure && least > floor) {
     c.verdict = Verdict::kFail;
     c.message = describe("fail", *t.fail_pct);
+  } else if (t.fail_pct && worse > *t.fail_pct &&
+             (!sure || !c.test->detectable_pct || *c.test->detectable_pct > *t.fail_pct)) {
+    // Past the fail limit, on a run that could not have told such a change from
+    // none: more data would decide, this run cannot.
+    c.verdict = Verdict::kWarn;
+    c.inconclusive = true;
+    c.message = "inconclusive: " + describe("past the fail", *t.fail_pct) + ", but " +
+                why_inconclusive(*c.test, *t.fail_pct);
   } else if (t.fail_pct && worse > *t.fail_pct) {
     c.verdict = Verdict::kWarn;
-    c.message = describe("past the fail", *t.fail_pct) + " but not significant at " +
-                compact(confidence) + "%: within the noise of " + std::to_string(c.test->n_now) +
-                " iterations vs " + std::to_string(c.test->n_base) + " (more repeats would tell)";
-  } else if (t.warn_pct && worse > *t.warn_pct) {
+    c.message = describe("past the fail", *t.fail_pct) + ", but not surely past " +
+                (t.warn_pct ? "the warn limit " + limit_text(def, *t.warn_pct) : "no change") +
+                " at " + level_text(confidence) + "%: within the noise of " +
+                std::to_string(c.test->n_now) + " " + c.test->unit + " (more would tell)";
+  } else if (t.warn_pct && worse > *t.warn_pct && sure && least > 0) {
     c.verdict = Verdict::kWarn;
     c.message = describe("warn", *t.warn_pct);
   }
+}
+
+// A pass that could not have failed is no pass: a run whose detectable change is
+// past the fail limit (or the warn limit, for a metric with no fail limit), and
+// whose interval does not rule out a change that large, says it cannot tell, as
+// a warn, with what would decide. An interval wholly short of the limit (a
+// clear improvement, say) has ruled the regression out, whatever its width.
+void check_power(const MetricDef& def, MetricCheck& c) {
+  if (c.verdict != Verdict::kPass || !c.test) return;
+  auto limit = c.thresholds.fail_pct ? c.thresholds.fail_pct : c.thresholds.warn_pct;
+  if (!limit) return;
+  if (c.test->detectable_pct && *c.test->detectable_pct <= *limit) return;
+  double most = def.better == Better::kHigher ? -c.test->ci_low_pct : c.test->ci_high_pct;
+  if (c.test->reaches_level && most <= *limit) return;
+  c.verdict = Verdict::kWarn;
+  c.inconclusive = true;
+  c.message = "inconclusive: " + std::string(def.key) + " " + signed_pct(*c.change_pct) +
+              " could not have failed at its limit " + limit_text(def, *limit) + ": " +
+              why_inconclusive(*c.test, *limit);
 }
 
 std::string pass_message(const MetricDef& def, const MetricCheck& c, double confidence) {
@@ -182,9 +283,10 @@ std::optional<double> relative_change(double value, const MetricSet& base, std::
   return (value - it->second) / std::fabs(it->second) * 100.0;
 }
 
-MetricCheck check_metric(const MetricDef& def, const RunFigures& now,
-                         const BaselineSample* baseline, const ThresholdSet& limits,
-                         double confidence) {
+// The metric as measured and tested at `confidence`, not yet judged.
+MetricCheck measure_metric(const MetricDef& def, const RunFigures& now,
+                           const BaselineSample* baseline, const ThresholdSet& limits,
+                           double confidence) {
   MetricCheck c;
   c.metric = std::string(def.key);
   c.unit = std::string(def.unit);
@@ -198,12 +300,41 @@ MetricCheck check_metric(const MetricDef& def, const RunFigures& now,
     auto values = now.values.find(def.key);
     if (c.change_pct && values != now.values.end())
       c.test = test_change(values->second, *baseline, c.metric, c.value, confidence);
+    // One estimate: the limits judge the change whose interval is reported.
+    if (c.test) c.change_pct = c.test->estimate_pct;
   }
+  return c;
+}
+
+MetricCheck check_metric(const MetricDef& def, const RunFigures& now,
+                         const BaselineSample* baseline, const ThresholdSet& limits,
+                         double confidence, double nominal) {
+  MetricCheck c = measure_metric(def, now, baseline, limits, confidence);
   if (!c.gated) return c;
-  check_absolute(def, c);
-  check_relative(def, c, confidence);
+  check_absolute(def, now, nominal, c);
+  check_relative(def, c);
+  check_power(def, c);
   if (c.message.empty()) c.message = pass_message(def, c, confidence);
   return c;
+}
+
+// The metrics that spend the run's false-fail budget: those whose change a test
+// judges (a relative limit, and a test). An unchanged build cannot fail the
+// error-rate max, whose bound tests the rate, not a change: it keeps its own
+// alpha / 2. A reciprocal of a tested metric (requests_per_service_cpu_s of
+// service_cpu_us_per_request) is one signal, refused as a second limit by the
+// profile's validation.
+int tested_family(const RunFigures& now, const BaselineSample* baseline,
+                  const ThresholdSet& limits) {
+  int family = 0;
+  for (auto defs : {metric_defs(), host_metric_defs()}) {
+    for (const auto& def : defs) {
+      if (!now.summary.contains(def.key)) continue;
+      auto c = measure_metric(def, now, baseline, limits, 95);
+      if ((c.thresholds.warn_pct || c.thresholds.fail_pct) && c.test) ++family;
+    }
+  }
+  return family;
 }
 
 // Many small steps, each inside the limits, add up: a run that passed against its
@@ -291,18 +422,42 @@ Verdict worst(Verdict a, Verdict b) {
   return rank(a) >= rank(b) ? a : b;
 }
 
+int family_bound(const ThresholdSet& limits) {
+  return static_cast<int>(std::count_if(limits.begin(), limits.end(), [](const auto& entry) {
+    return entry.second.warn_pct || entry.second.fail_pct;
+  }));
+}
+
+int min_pairs_to_reach(double confidence_pct) {
+  double alpha = 1 - confidence_pct / 100;
+  int n = 1;
+  while (std::pow(2.0, 1 - n) >= alpha) ++n;
+  return n;
+}
+
+double family_confidence(double confidence_pct, int family) {
+  return 100 - (100 - confidence_pct) / std::max(family, 1);
+}
+
 Judgement judge(const RunFigures& now, const BaselineSample* baseline, const ThresholdSet& limits,
                 const Saturation& saturation, const DecisionSettings& settings,
                 const BaselineSample* drift_reference) {
   Judgement j;
+  j.family = tested_family(now, baseline, limits);
+  j.confidence_pct = family_confidence(settings.confidence, j.family);
   for (auto defs : {metric_defs(), host_metric_defs()}) {
     for (const auto& def : defs) {
       if (!now.summary.contains(def.key)) continue;
-      j.checks.push_back(check_metric(def, now, baseline, limits, settings.confidence));
+      j.checks.push_back(
+          check_metric(def, now, baseline, limits, j.confidence_pct, settings.confidence));
       if (drift_reference && j.checks.back().gated)
-        check_drift(def, now, *drift_reference, settings.confidence, j.checks.back());
+        check_drift(def, now, *drift_reference, j.confidence_pct, j.checks.back());
     }
   }
+  if (j.family > 1)
+    j.notes.push_back(std::to_string(j.family) + " tested metrics share one " +
+                      level_text(settings.confidence) + "% false-fail budget: each judged at " +
+                      level_text(j.confidence_pct) + "%");
   apply_saturation(saturation, j);
   for (const auto& c : j.checks) j.verdict = worst(j.verdict, c.verdict);
   if (saturation.saturated) j.verdict = worst(j.verdict, Verdict::kWarn);

@@ -69,6 +69,7 @@ static json run_shape(const Profile& p) {
   // other figures than an alternating run's. Only when set, so earlier hashes hold.
   if (p.paired && p.paired->schedule != PairedSpec{}.schedule)
     shape["paired"]["schedule"] = p.paired->schedule;
+  if (p.paired && p.paired->block != PairedSpec{}.block) shape["paired"]["block"] = p.paired->block;
   return shape;
 }
 
@@ -276,6 +277,7 @@ std::string redacted_profile_json(const Profile& p, const Doc& raw) {
     if (p.paired->disturbance_pct != PairedSpec{}.disturbance_pct)
       out["paired"]["disturbance"] = percent_text(p.paired->disturbance_pct);
     if (p.paired->schedule != PairedSpec{}.schedule) out["paired"]["schedule"] = p.paired->schedule;
+    if (p.paired->block != PairedSpec{}.block) out["paired"]["block"] = p.paired->block;
   }
   // Written only when not the default, so that stored profiles of earlier runs read the same.
   if (p.placement.mode == "off") out["placement"] = "off";

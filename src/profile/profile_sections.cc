@@ -1,8 +1,12 @@
+#include "profile_sections.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 
-#include "profile_sections.h"
+#include "perfgate/core/sequential.h"
+#include "perfgate/core/verdict.h"
 
 namespace perfgate::profile_detail {
 namespace {
@@ -11,8 +15,8 @@ constexpr std::array<std::string_view, 14> kRootKeys = {
     "$schema", "name",       "description", "target", "load",   "repeat",    "thresholds",
     "service", "saturation", "baseline",    "redact", "paired", "placement", "store"};
 constexpr std::array<std::string_view, 1> kStoreKeys = {"raw_samples"};
-constexpr std::array<std::string_view, 5> kPairedKeys = {"baseline", "leg_warmup", "max_redos",
-                                                         "disturbance", "schedule"};
+constexpr std::array<std::string_view, 6> kPairedKeys = {"baseline",    "leg_warmup", "max_redos",
+                                                         "disturbance", "schedule",   "block"};
 constexpr std::array<std::string_view, 3> kPairedBaselineKeys = {"origin", "service", "commit"};
 constexpr std::array<std::string_view, 3> kBaselineKeys = {"window", "drift_window", "confidence"};
 constexpr std::array<std::string_view, 8> kLoadKeys = {
@@ -140,6 +144,20 @@ Thresholds read_limits(const Section& entry, const MetricDef& def) {
   return limits;
 }
 
+// requests_per_service_cpu_s is 1e6 / service_cpu_us_per_request: relative limits
+// on both would test one signal twice, spending the run's false-fail budget on
+// it twice and lowering every metric's power for nothing.
+void refuse_reciprocal_limits(const Section& s, const ThresholdSet& set) {
+  auto relative = [&](std::string_view key) {
+    auto it = set.find(key);
+    return it != set.end() && (it->second.warn_pct || it->second.fail_pct);
+  };
+  if (relative("service_cpu_us_per_request") && relative("requests_per_service_cpu_s"))
+    s.problem("requests_per_service_cpu",
+              "is the reciprocal of service_cpu_per_request, which already has relative limits: "
+              "keep one of the two");
+}
+
 ThresholdSet read_thresholds(const Section& root) {
   if (!root.has("thresholds")) return default_thresholds();
   Section s = root.object("thresholds");
@@ -163,6 +181,7 @@ ThresholdSet read_thresholds(const Section& root) {
                   (def.better == Better::kHigher ? "warn, fail or min" : "warn, fail or max"));
     }
   }
+  refuse_reciprocal_limits(s, set);
   return set;
 }
 
@@ -224,13 +243,31 @@ BaselineSpec read_baseline(const Section& root) {
   return spec;
 }
 
-// The fewest kept pairs whose signed-rank test can reach p < 1 - confidence at
-// all: with n pairs all one way the exact two-sided p is 2 / 2^n.
-int min_pairs(double confidence_pct) {
-  double alpha = 1 - confidence_pct / 100;
-  int n = 1;
-  while (2.0 / std::pow(2.0, n) >= alpha) ++n;
-  return n;
+// The first look must be able to fail at all: at the level each of its tested
+// metrics is judged at (the confidence split over a sequential run's looks, then
+// over the metrics that share the run's false-fail budget).
+void check_pairs_reach_level(const Section& s, const Profile& p, int block) {
+  // With paired.block above 1 the test counts launches: blocks with a kept pair.
+  int kept = (p.repeat.count + block - 1) / block - p.repeat.discard / block;
+  SequentialPlan plan{p.repeat.count, p.repeat.max_count, 2};  // as the run plans it
+  double look = plan.look_confidence(p.baseline.confidence);
+  int family = family_bound(p.thresholds);
+  double level = family_confidence(look, family);
+  int needed = min_pairs_to_reach(level);
+  if (kept <= 0 || kept >= needed) return;
+  std::string why = percent_text(p.baseline.confidence) + " confidence";
+  if (plan.extends()) why += " split over " + std::to_string(plan.looks()) + " looks";
+  if (family > 1)
+    why += (plan.extends() ? " and " : " shared by ") + std::to_string(family) + " tested metrics";
+  char each[32];
+  std::snprintf(each, sizeof each, "%.4g%%", level);
+  std::string what = block > 1 ? "kept blocks of " + std::to_string(block) + " pairs (paired.block)"
+                               : "kept pairs";
+  s.problem("", "needs at least " + std::to_string(needed) + " " + what + " to ever fail at " +
+                    why +
+                    (level != p.baseline.confidence ? " (" + std::string(each) + " each)" : "") +
+                    ", got " + std::to_string(kept) +
+                    (block > 1 ? "" : " (repeat.count - repeat.discard)"));
 }
 
 void check_origin(const Section& b, const std::string& origin, const Profile& p) {
@@ -270,12 +307,8 @@ std::optional<PairedSpec> read_paired(const Section& root, const Profile& p) {
   spec.schedule = s.string("schedule").value_or(spec.schedule);
   if (spec.schedule != "alternate" && spec.schedule != "duet")
     s.problem("schedule", "must be \"alternate\" or \"duet\", got " + json_quoted(spec.schedule));
-  int kept = p.repeat.count - p.repeat.discard;
-  int needed = min_pairs(p.baseline.confidence);
-  if (kept > 0 && kept < needed)
-    s.problem("", "needs at least " + std::to_string(needed) + " kept pairs to ever fail at " +
-                      percent_text(p.baseline.confidence) + " confidence, got " +
-                      std::to_string(kept) + " (repeat.count - repeat.discard)");
+  spec.block = s.integer("block", 1, kMaxRepeats).value_or(spec.block);
+  check_pairs_reach_level(s, p, spec.block);
   if (!s.require("baseline")) return spec;
   Section b = s.object("baseline");
   b.reject_unknown(kPairedBaselineKeys);

@@ -19,7 +19,7 @@ constexpr std::array<bool, kColumns> kRightAligned = {false, true, true,  true,
                                                       true,  true, false, false};
 
 Row header_row(const GateResult& r) {
-  return {"metric", "baseline", "now",    "change", report::compact(r.confidence) + "% CI",
+  return {"metric", "baseline", "now",    "change", report::level(r.confidence) + "% CI",
           "p",      "limit",    "verdict"};
 }
 
@@ -165,6 +165,7 @@ std::string console_report(const GateResult& result) {
     text += render_table(rows);
     if (auto detectable = report::detectable_changes(result); !detectable.empty())
       text += detectable + "\n";
+    text += report::inconclusive_lines(result.checks);
   }
   return text + notes(result) + verdict_line(result);
 }

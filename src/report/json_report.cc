@@ -50,7 +50,11 @@ json test_json(const std::optional<ChangeTest>& t) {
           {"n_baseline", t->n_base},
           {"baseline_runs", t->baseline_runs},
           {"method", t->method},
-          {"detectable_change_pct", number((t->ci_high_pct - t->ci_low_pct) / 2)}};
+          {"estimate_pct", number(t->estimate_pct)},
+          {"confidence_pct", number(t->confidence_pct)},
+          {"reaches_level", t->reaches_level},
+          {"unit", t->unit},
+          {"detectable_change_pct", number(t->detectable_pct)}};
 }
 
 json check_json(const MetricCheck& c) {
@@ -62,6 +66,7 @@ json check_json(const MetricCheck& c) {
           {"thresholds", thresholds_json(c.thresholds)},
           {"gated", c.gated},
           {"message", c.message},
+          {"inconclusive", c.inconclusive},
           {"test", test_json(c.test)},
           {"drift_pct", number(c.drift_pct)}};
 }

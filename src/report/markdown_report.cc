@@ -51,7 +51,7 @@ std::string table_row(const std::vector<std::string>& cells) {
 
 std::string metrics_table(const std::vector<MetricCheck>& checks, double confidence) {
   std::string out = table_row({"metric", "baseline", "now", "change",
-                               report::compact(confidence) + "% CI", "p", "limit", "verdict"});
+                               report::level(confidence) + "% CI", "p", "limit", "verdict"});
   out += "| :--- | ---: | ---: | ---: | ---: | ---: | :--- | :--- |\n";
   for (const MetricCheck& c : checks) {
     std::string base = c.baseline ? report::format_value(*c.baseline, c.unit) : "-";
@@ -77,7 +77,8 @@ std::string findings(const std::vector<MetricCheck>& checks) {
   std::string out;
   for (const MetricCheck& c : checks)
     if (c.gated && c.verdict != Verdict::kPass)
-      out += "- " + verdict_cell(c) + ": " + md(report::headline(c)) + "\n";
+      out += "- " + verdict_cell(c) + ": " + md(c.inconclusive ? c.message : report::headline(c)) +
+             "\n";
   return out.empty() ? "" : out + "\n";
 }
 

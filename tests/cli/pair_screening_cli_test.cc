@@ -28,7 +28,8 @@ using testing::DemoServerProcess;
 using testing::TempDir;
 
 // 7 pairs of 300 ms windows, the first discarded: 6 pairs vote unless
-// screened, the fewest that can ever fail at 95 %. Saturation rules off (the burn would make every
+// screened, the fewest that can ever fail at 95 % (one tested metric, so the
+// budget is not split). Saturation rules off (the burn would make every
 // baseline window "saturated" first): this test is about screening. Samples every 50 ms, so that
 // each window's foreign CPU rests on several samples, none of them straddling the other side's
 // window.
@@ -45,7 +46,7 @@ std::string screening_profile(const std::string& paired_extra) {
                   "steal": "100%", "memory_available": "0%", "interval": "50ms" },
   "thresholds": {
     "throughput": { "warn": "50%", "fail": "90%" },
-    "latency_p99": { "warn": "300%", "fail": "900%" },
+    "latency_p99": { "max": "10s" },
     "error_rate": { "max": "1%" }
   }
 })";

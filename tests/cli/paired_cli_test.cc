@@ -4,6 +4,8 @@
 // slower than the baseline, far past any noise of this shared machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <sqlite3.h>
 
 #include <nlohmann/json.hpp>
@@ -81,6 +83,59 @@ std::vector<std::string> first_sides(const std::string& log) {
   return firsts;
 }
 
+// The launch is the unit (issue 26): both services start anew for every pair by
+// default, and for every block of `paired.block` pairs when asked; with blocks,
+// the test takes one value per launch. Each service start appends a line to a
+// file, so the launches are counted from outside.
+std::string counted_service(const fs::path& launches, const std::string& port_var) {
+  return R"({ "command": ["/bin/sh", "-c", "echo . >> ')" + launches.string() +
+         R"('; exec '${PERFGATE}' demo-server --port ${)" + port_var + R"(}"] })";
+}
+
+size_t lines_of(const fs::path& file) {
+  auto text = testing::read_file(file);
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_F(PairedCliTest, BothServicesStartAnewForEveryPairOrEveryBlock) {
+  for (int block : {1, 2}) {
+    SCOPED_TRACE("block " + std::to_string(block));
+    auto cand_launches = dir_ / ("cand-" + std::to_string(block));
+    auto base_launches = dir_ / ("base-" + std::to_string(block));
+    // One tested metric: 6 pairs at 95 % (block 1) or 3 blocks at 50 % (block 2)
+    // can fail at all (2/2^6 < 0.05, 2/2^3 < 0.5).
+    std::string text = R"({
+  "name": "launches",
+  "target": { "url": "http://127.0.0.1:${CAND_PORT}/" },
+  "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "50ms" },
+  "repeat": { "count": 6, "discard": 0 },
+  "baseline": { "confidence": ")" +
+                       std::string(block == 1 ? "95%" : "50%") + R"(" },
+  "paired": { "baseline": { "origin": "http://127.0.0.1:${BASE_PORT}", "service": )" +
+                       counted_service(base_launches, "BASE_PORT") + R"( },
+              "leg_warmup": "0s", "disturbance": "100%", "block": )" +
+                       std::to_string(block) + R"( },
+  "saturation": )" + kSaturationOff +
+                       R"(,
+  "thresholds": { "throughput": { "warn": "50%", "fail": "90%" } },
+  "service": )" + counted_service(cand_launches, "CAND_PORT") +
+                       "\n}";
+    testing::write_file(profile_, text);
+    auto r = run(testing::unused_port(), testing::unused_port());
+    ASSERT_NE(r.exit_code, 3) << r.out << r.err;
+    EXPECT_EQ(lines_of(cand_launches), 6u / block);
+    EXPECT_EQ(lines_of(base_launches), 6u / block);
+    auto result = json::parse(testing::read_file(json_));
+    EXPECT_EQ(result["paired"]["pairs"], 6);
+    const auto& test = result["metrics"]["throughput_rps"]["test"];
+    EXPECT_EQ(test["n_now"], 6 / block) << test;
+    EXPECT_EQ(test["unit"], block == 1 ? "pairs" : "blocks") << test;
+    auto valid = testing::validate_result_json(json_);
+    EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+    fs::remove(store_);
+  }
+}
+
 TEST_F(PairedCliTest, SlowerCandidateFailsOnItsPairsAndBothSidesAreStored) {
   testing::write_file(profile_, paired_profile());
   DemoServerProcess base({"--delay", "2ms", "--delay-every", "1"});
@@ -140,13 +195,13 @@ TEST_F(PairedCliTest, SlowerCandidateFailsOnItsPairsAndBothSidesAreStored) {
   EXPECT_FALSE(candidate->eligible_as_baseline() || baseline->eligible_as_baseline());
 
   // Every response the candidate's server gave is counted, but for perfgate's
-  // reachability probes (one before the first pair, one before each window) and
-  // what was still in flight at the windows' ends.
+  // reachability probes (one as each launch starts, one pair a launch, and one
+  // before each window) and what was still in flight at the windows' ends.
   uint64_t counted = 0;
   for (const auto& it : candidate->iterations) counted += it.stats.responses;
   ASSERT_TRUE(result["load"]["in_flight_at_end"].is_number()) << result["load"];
   EXPECT_EQ(cand.requests_served(),
-            10 + counted + result["load"]["in_flight_at_end"].get<uint64_t>());
+            9 + 9 + counted + result["load"]["in_flight_at_end"].get<uint64_t>());
 }
 
 // A busy host falls on both sides' alternating windows: a paired run notes it
@@ -282,12 +337,22 @@ TEST_F(PairedCliTest, SigtermStopsBothServicesAndStoresAnAbortedRun) {
 TEST_F(PairedCliTest, BaselineServiceThatDiesMidRunEndsItAndStoresNothing) {
   auto cand_port = testing::unused_port();
   auto base_port = testing::unused_port();
-  std::string dies = "'" + testing::perfgate_binary() + "' demo-server --port " +
-                     std::to_string(base_port) + " --delay 2ms & sleep 2; exit 7";
-  testing::write_file(profile_, paired_profile(R"(,
+  // The baseline build's first launch serves; its second (of the pairs 3 and 4,
+  // paired.block 2) dies 0.6 s after it starts, inside its four windows.
+  auto launches = dir_ / "base-launches";
+  std::string demo = "'" + testing::perfgate_binary() + "' demo-server --port " +
+                     std::to_string(base_port) + " --delay 2ms";
+  std::string dies = "n=$(cat '" + launches.string() +
+                     "' 2>/dev/null || echo 0); echo $((n + 1)) > '" + launches.string() +
+                     "'; if [ $n -ge 1 ]; then " + demo + " & sleep 0.6; exit 7; else exec " +
+                     demo + "; fi";
+  auto text = paired_profile(R"(,
   "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${CAND_PORT}"] })",
-                                               R"(, "service": { "command": ["/bin/sh", "-c", ")" +
-                                                   dies + R"("] })"));
+                             R"(, "service": { "command": ["/bin/sh", "-c", ")" + dies + R"("] })");
+  // Five launches of two pairs: at 80 %, two tested metrics (90 % each) can fail.
+  text.replace(text.find(R"("leg_warmup")"), 0, R"("block": 2, )");
+  text.replace(text.find(R"("saturation")"), 0, R"("baseline": { "confidence": "80%" }, )");
+  testing::write_file(profile_, text);
   auto r = run(cand_port, base_port);
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("service \"/bin/sh\" exited with status 7 during the load"),

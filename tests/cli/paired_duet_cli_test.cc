@@ -19,13 +19,15 @@ using testing::TempDir;
 
 // 3 pairs of 400 ms windows, none discarded; the saturation rules and the
 // dropping of disturbed pairs are off (a redo would add pairs): this test is
-// about the schedule, not the host, and its verdict is not asserted.
+// about the schedule, not the host, and its verdict is not asserted. One tested
+// metric at 70 %: 3 pairs all one way (p = 0.25) can reach it.
 const char* kDuetProfile = R"({
   "name": "duet-test",
   "target": { "url": "http://127.0.0.1:${CAND_PORT}/" },
   "load": { "threads": 1, "connections": 2, "duration": "400ms", "warmup": "0s" },
   "repeat": { "count": 3, "discard": 0 },
   "baseline": { "confidence": "70%" },
+  "thresholds": { "throughput": { "warn": "50%", "fail": "90%" } },
   "paired": { "baseline": { "origin": "http://127.0.0.1:${BASE_PORT}" },
               "leg_warmup": "0s", "disturbance": "100%", "schedule": "duet" },
   "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",

@@ -64,5 +64,43 @@ TEST(RecipeCliTest, RunsTheDefaultBranchRecipeWithTheServiceContract) {
   EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
 }
 
+// Issue 26: the pull-request recipe on a run that cannot detect its fail limit
+// exits 2 and says so. The baseline build's launches alternate between half and
+// twice the candidate's cost per request (a launch effect, made deterministic:
+// each start counts itself in a file of its checkout), so the pairs' log-ratios
+// are +-69 %: nothing within 8 % can be told, and the run must not pass.
+TEST(RecipeCliTest, ThePullRequestRecipeSaysWhenItCannotDecide) {
+  testing::TempDir dir;
+  auto json = dir / "result.json";
+  auto cand_dir = dir / "candidate";
+  auto base_dir = dir / "baseline";
+  fs::create_directories(cand_dir);
+  fs::create_directories(base_dir);
+  testing::write_file(cand_dir / "works", "100us 100us\n");
+  testing::write_file(base_dir / "works", "50us 200us\n");
+  std::string command =
+      "n=$(cat launches 2>/dev/null || echo 0); echo $((n + 1)) > launches; "
+      "set -- $(cat works); w=$1; [ $((n % 2)) = 1 ] && w=$2; exec '" +
+      testing::perfgate_binary() + "' demo-server --port \"$PORT\" --work $w";
+  auto r =
+      testing::run_command({testing::perfgate_binary(), "run", "recipe:pr-paired", "--store",
+                            (dir / "perfgate.db").string(), "--json", json.string()},
+                           {{"PERFGATE_SERVICE_COMMAND", command},
+                            {"PERFGATE_CANDIDATE_DIR", cand_dir.string()},
+                            {"PERFGATE_BASELINE_DIR", base_dir.string()},
+                            {"PERFGATE_CANDIDATE_PORT", std::to_string(testing::unused_port())},
+                            {"PERFGATE_BASELINE_PORT", std::to_string(testing::unused_port())}},
+                           dir.path(), 180);
+  ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(testing::read_file(base_dir / "launches"), "8\n");  // a launch per pair
+  auto result = nlohmann::json::parse(testing::read_file(json));
+  const auto& cost = result["metrics"]["service_cpu_us_per_request"];
+  EXPECT_TRUE(cost["inconclusive"].get<bool>()) << cost;
+  EXPECT_GT(cost["test"]["detectable_change_pct"].get<double>(), 8) << cost;
+  EXPECT_NE(r.out.find("inconclusive: service_cpu_us_per_request"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("it could detect only changes of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pairs would decide"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace perfgate

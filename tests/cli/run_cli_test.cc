@@ -28,7 +28,7 @@ std::string profile_text(const std::string& extra_thresholds = "") {
   "name": "cli-test",
   "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
   "load": { "threads": 1, "connections": 8, "duration": "300ms", "warmup": "100ms" },
-  "repeat": { "count": 5, "discard": 1 },
+  "repeat": { "count": 6, "discard": 1 },
   // The test's own demo server is not started by perfgate, so its CPU would
   // count as foreign: these tests are about the gate, saturation has its own.
   "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",

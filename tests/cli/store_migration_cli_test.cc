@@ -47,9 +47,12 @@ TEST_F(StoreMigrationCliTest, Schema4StoreMigratesAndEveryRunJudgesAndExportsAsB
   EXPECT_NE(migrated.out.find("schema 4 to 5, 6 runs"), std::string::npos) << migrated.out;
   EXPECT_EQ(BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).schema_version(),
             BaselineStore::kSchemaVersion);
-  // The exit codes that perfgate's `compare` gave: pass, warn (rejected), warn
-  // (accepted), pass, warn (saturated), pass (feature branch).
-  const int expected_exit[] = {0, 2, 2, 0, 2, 0};
+  // The exit codes `compare` gives: pass, warn (rejected), warn (accepted), warn
+  // (inconclusive: two iterations against two cannot reach the level each of two
+  // tested metrics is judged at; it passed before issue 26's rule), warn
+  // (saturated), pass (feature branch). The fixtures are this perfgate's output:
+  // they pin that a migrated run keeps every figure the old perfgate stored.
+  const int expected_exit[] = {0, 2, 2, 2, 2, 0};
   for (int id = 1; id <= 6; ++id) {
     auto json = dir_ / ("compare-" + std::to_string(id) + ".json");
     auto compared = perfgate({"compare", std::to_string(id), "--json", json.string()});

@@ -44,12 +44,23 @@ class GateResultBuilder {
     return *this;
   }
 
-  /// The noise test of a metric's change: interval and p-value, over 5 kept
-  /// iterations against 25 pooled from 5 baseline runs.
+  /// The noise test of a metric's change: interval and p-value, the run-level t
+  /// test of a run of 5 kept iterations against 5 baseline runs (25 pooled).
   GateResultBuilder& tested(std::string_view key, double low_pct, double high_pct, double p_value) {
-    check(key).test = ChangeTest{
-        low_pct, high_pct, p_value, p_value < 0.05,
-        5,       25,       5,       "mann-whitney+hodges-lehmann (exact), run-level t (5 runs)"};
+    ChangeTest t;
+    t.ci_low_pct = low_pct;
+    t.ci_high_pct = high_pct;
+    t.p_value = p_value;
+    t.significant = p_value < 0.05;
+    t.n_now = 5;
+    t.n_base = 25;
+    t.baseline_runs = 5;
+    t.method = "run-level t (5 runs)";
+    t.estimate_pct = check(key).change_pct.value_or((low_pct + high_pct) / 2);
+    t.unit = "runs";
+    // 80 % power at 95 % with 4 df: 1 + t.ppf(0.8, 4) / t.ppf(0.975, 4) (SciPy 1.10).
+    t.detectable_pct = (high_pct - low_pct) / 2 * 1.3389098438992886;
+    check(key).test = t;
     return *this;
   }
 

@@ -10,8 +10,14 @@ namespace perfgate::testing {
 namespace fs = std::filesystem;
 
 std::string proc_text(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // A task that exits between the open and the read fails the read with ESRCH,
+  // which libstdc++ throws from the stream buffer: the task is gone, so is its text.
+  try {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  } catch (const std::ios_base::failure&) {
+    return "";
+  }
 }
 
 std::string status_field(const std::string& status, const std::string& name) {

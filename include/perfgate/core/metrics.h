@@ -60,6 +60,10 @@ double aggregate(const MetricDef& def, const std::vector<double>& values);
 struct RunFigures {
   MetricSet summary;  // per metric, aggregate() of its values
   std::map<std::string, std::vector<double>, std::less<>> values;  // kept iterations, in order
+  /// Requests attempted and failed over the kept iterations: an absolute
+  /// error-rate limit is judged on their binomial bound, not on the point rate.
+  std::uint64_t attempts = 0;
+  std::uint64_t failures = 0;
 };
 
 /// The run's figures: metric_defs() from the iterations, plus the service's cost

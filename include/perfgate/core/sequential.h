@@ -32,14 +32,14 @@ struct SequentialPlan {
 };
 
 /// A gated check whose interval straddles one of its relative limits (warn or
-/// fail): more data could still move its verdict. A check without a test (no
-/// baseline, or absolute limits only) is decided: more data would not change it.
+/// fail), whose test cannot reach its level, or that is inconclusive (could not
+/// have failed): more data could still move its verdict. A check without a test
+/// (no baseline, or absolute limits only) is decided: more data would not change it.
 bool undecided(const MetricCheck& check);
 
-/// The smallest change this run could have detected for a check: the half-width
-/// of its change's confidence interval, in %. A change of that size, measured
-/// with this run's noise and sample sizes, would have had an interval clear of
-/// zero. nullopt without a test.
+/// The change this run detects with kDetectionPower (80 %) for a check: an
+/// interval clear of zero, in %. nullopt without a test, or when the test
+/// cannot reach its level (no change is detectable).
 std::optional<double> detectable_change_pct(const MetricCheck& check);
 
 /// What a look decided.

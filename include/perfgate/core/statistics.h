@@ -37,6 +37,9 @@ double student_t_cdf(double t, double df);
 /// Its inverse, for p in (0, 1).
 double student_t_quantile(double p, double df);
 
+/// Upper tail of the F distribution with (d1, d2) degrees of freedom: P(F > f).
+double f_distribution_sf(double f, double d1, double d2);
+
 /// A rank test's outcome.
 struct TestResult {
   double statistic = 0;  // Mann-Whitney U of the first sample, or Wilcoxon's V
@@ -60,6 +63,9 @@ struct Interval {
   double estimate = 0;
   double low = 0;
   double high = 0;
+  /// False when the samples are too small for any interval at the confidence
+  /// asked: low..high is then the widest one available, of lower confidence.
+  bool reaches_level = true;
 };
 
 /// Hodges-Lehmann shift of `x` relative to `y`: the median of all differences x_i - y_j,
@@ -70,6 +76,19 @@ Interval hodges_lehmann(std::span<const double> x, std::span<const double> y, do
 /// Hodges-Lehmann estimate for paired data: the median of the Walsh averages
 /// (d_i + d_j) / 2, i <= j, with the interval at signed-rank critical values.
 Interval hodges_lehmann_paired(std::span<const double> differences, double confidence);
+
+/// How far past the interval's half-width a true change must lie to be detected
+/// (an interval clear of zero) with probability `power`, as a multiple of the
+/// half-width: 1 + q(power) / q(1 - alpha / 2), q the quantile of Student's t with
+/// `df` degrees of freedom, or of the normal for `df` 0 (the rank tests). 1.43 for
+/// 95 % and 80 % power with a normal statistic.
+double power_multiplier(double confidence, double power, double df = 0);
+
+/// One-sided lower confidence bound of a binomial proportion (Wilson's score
+/// interval): the smallest rate that `events` in `trials` leave plausible at
+/// `confidence`. 0 for no events; throws std::invalid_argument on trials < events,
+/// trials 0 or a confidence outside (0, 1).
+double wilson_lower_bound(double events, double trials, double confidence);
 
 /// Percentile bootstrap of median(now) / median(baseline): each sample is resampled
 /// with replacement on its own. Deterministic for a `seed` on every standard library.
@@ -87,6 +106,11 @@ struct ChangeEstimate {
   int n_now = 0;
   int n_base = 0;
   std::string method;  // e.g. "mann-whitney+hodges-lehmann (exact)"
+  /// False when the samples cannot reach the confidence at all (too few pairs or
+  /// iterations): the interval is the widest available and the change can never
+  /// be significant at that level.
+  bool reaches_level = true;
+  double df = 0;  // the t test's degrees of freedom; 0 for the rank tests (normal)
 };
 
 /// Change of `now` against an independent `baseline` sample (pooled baseline runs):

@@ -43,6 +43,8 @@ struct BaselineSample {
   /// Paired mode: pooled's iterations ran side by side with the judged run's, the
   /// i-th beside the i-th, so the test is on their ratios (signed-rank).
   bool paired = false;
+  /// What a paired value is: "pairs", or "blocks" of pairs (one launch each).
+  std::string paired_unit = "pairs";
 };
 
 /// A window of fewer runs than this takes the run-to-run noise from the pool.
@@ -57,8 +59,26 @@ struct ChangeTest {
   int n_now = 0;   // kept iterations of this run
   int n_base = 0;  // pooled iterations of the baseline
   int baseline_runs = 0;
-  std::string method;  // "mann-whitney+hodges-lehmann (exact), run-level t (5 runs)"
+  std::string method;  // "wilcoxon-signed-rank+hodges-lehmann on log-ratios (exact)"
+  /// The change the interval is of, and what the limits are judged on: one
+  /// estimate per metric (MetricCheck::change_pct is set to it).
+  double estimate_pct = 0;
+  double confidence_pct = 95;  // the interval's level: the run's, shared by its gated metrics
+  /// False when the samples cannot reach that level at all: the interval is then
+  /// the widest available, and the change can be neither significant nor decided.
+  bool reaches_level = true;
+  /// The change this run detects with kDetectionPower (an interval clear of zero):
+  /// half the interval times stats::power_multiplier. nullopt when the level is
+  /// out of reach: no change is detectable.
+  std::optional<double> detectable_pct;
+  /// What n_now counts, for "about N more would decide": "pairs", "blocks" (of
+  /// pairs, one launch each), "iterations", or "runs" when whole runs are the
+  /// unit (the run-level t test).
+  std::string unit = "iterations";
 };
+
+/// The power at which the detectable change is stated (%).
+inline constexpr double kDetectionPower = 80;
 
 /// The judgement of one metric against its baseline and limits.
 struct MetricCheck {
@@ -73,23 +93,47 @@ struct MetricCheck {
   bool gated = false;  // has any threshold: reported as a check in JUnit
   Verdict verdict = Verdict::kPass;
   std::string message;  // why, with the numbers: "p99 +23.1% (limit +20%)"
+  /// Could not have failed: its detectable change is past its fail limit (or
+  /// its level out of reach). A warn that says so, never a pass.
+  bool inconclusive = false;
 };
 
 struct Judgement {
   Verdict verdict = Verdict::kPass;
   std::vector<MetricCheck> checks;  // every metric, in metric_defs() order
   std::vector<std::string> notes;   // e.g. saturation downgrades
+  /// The level every tested metric was judged at: the run's confidence with its
+  /// alpha split over `family` metrics (one false-fail budget per run).
+  double confidence_pct = 95;
+  int family = 0;  // statistically tested metrics sharing the budget
 };
 
 /// How sure a relative fail must be.
 struct DecisionSettings {
-  double confidence = 95;  // %: a fail needs p < 1 - confidence / 100
+  double confidence = 95;  // %: the run's whole false-fail budget is 1 - confidence / 100
 };
+
+/// The level each of `family` tested metrics is judged at so that the run as a
+/// whole keeps `confidence_pct` (Bonferroni: alpha / family each; for the run's
+/// verdict the same as Holm's, whose first step it is).
+double family_confidence(double confidence_pct, int family);
+
+/// The most metrics `limits` can put into one run's family: those with a relative
+/// limit. Validation's bound; a run counts those it has a test for.
+int family_bound(const ThresholdSet& limits);
+
+/// The fewest pairs whose signed-rank interval can reach `confidence_pct` at all:
+/// n pairs all one way have the exact two-sided p of 2 / 2^n.
+int min_pairs_to_reach(double confidence_pct);
 
 /// Judges `now` against `baseline` (nullptr when there is none) with the
 /// profile's limits. Relative limits need a baseline; absolute ones do not.
-/// Past the fail limit and significant: fail; past it but within the noise, or
-/// past the warn limit: warn; an improvement never fails. With a
+/// In the regressing direction, with the estimate e and its interval lo..hi at
+/// the family's level: fail when e is past the fail limit and lo past the warn
+/// limit (the change is surely bigger than tolerated); warn when e is past the
+/// fail limit but lo is not, or e past warn and lo past zero; a pass whose
+/// detectable change is past the fail limit is inconclusive (warn). An error-rate
+/// max fails only when the rate's binomial lower bound is past it. With a
 /// `drift_reference`, a run within its limits that has drifted significantly past
 /// the fail limit against those older runs warns. A saturated run never fails:
 /// its fails become warns that say why.

@@ -100,6 +100,11 @@ struct PairedSpec {
   // after the other (A B, B A, ...); "duet" runs them at the same moments, each
   // side loaded by its own engine, so that a burst on the machine hits both alike.
   std::string schedule = "alternate";
+  // Pairs per launch: both services are started anew for every block of this
+  // many pairs, and the verdict tests blocks, not windows. Pairs of one launch
+  // share its luck (where the scheduler put it, its allocator, its JIT), so
+  // they are not independent evidence; launches are.
+  int block = 1;
 };
 
 /// Which cores the load threads and the service run on (`placement` in the

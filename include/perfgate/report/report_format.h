@@ -52,6 +52,9 @@ inline std::string with_unit(const std::string& number, std::string_view unit) {
 /// "-" when there is no baseline to compare with.
 inline std::string format_change(const std::optional<double>& change_pct) {
   if (!change_pct || !std::isfinite(*change_pct)) return "-";
+  // An interval of a handful of noisy runs can reach absurd factors; past this
+  // it says no more than "huge" (the JSON keeps the number).
+  if (std::fabs(*change_pct) > 99999) return *change_pct > 0 ? ">+99999%" : "<-99999%";
   std::string text = fixed(*change_pct, 1);
   if (text == "0.0") return "0.0%";
   return (text.front() == '-' ? "" : "+") + text + "%";
@@ -67,6 +70,13 @@ inline std::string format_interval(const std::optional<ChangeTest>& test) {
 inline std::string format_p(const std::optional<ChangeTest>& test) {
   if (!test) return "-";
   return test->p_value < 0.001 ? "<0.001" : fixed(test->p_value, 3);
+}
+
+/// A confidence level as a reader takes it: 95 -> "95", 98.3333 -> "98.33".
+inline std::string level(double pct) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", pct);
+  return buf;
 }
 
 /// A limit as the user wrote it, without trailing zeros: 10 -> "10", 0.1 -> "0.1".
@@ -256,6 +266,15 @@ inline std::string markup_escape(std::string_view text, std::string_view apostro
   return out;
 }
 
+/// Why each metric that could not have failed says so, one line each:
+/// "inconclusive: throughput_rps ... about 40 pairs would decide (this run has 7)".
+inline std::string inconclusive_lines(const std::vector<MetricCheck>& checks) {
+  std::string out;
+  for (const MetricCheck& c : checks)
+    if (c.gated && c.inconclusive) out += one_line(c.message) + "\n";
+  return out;
+}
+
 /// One line with metric, now, baseline, change and the deciding limit:
 /// "latency_p99_ms: 2.044 ms vs baseline 1.912 ms (+6.9%), fail limit +20%".
 inline std::string headline(const MetricCheck& check) {
@@ -290,22 +309,25 @@ inline std::string comparison_summary(const GateResult& result) {
   return text;
 }
 
-/// The smallest change this run could have detected, per gated metric with a
-/// test (half its interval): "smallest change this run could detect (half the
-/// 95% CI): throughput_rps 1.4%, latency_p99_ms 8.3%"; "" when none has a test.
+/// The change this run detects with 80 % power, per gated metric with a test:
+/// "change this run detects (80% power, 98.33% level): throughput_rps 2.0%,
+/// latency_p99_ms none (level out of reach)"; "" when none has a test.
 inline std::string detectable_changes(const GateResult& result) {
   std::string list;
   for (const MetricCheck& c : result.checks) {
-    auto pct = c.gated ? detectable_change_pct(c) : std::nullopt;
-    if (!pct) continue;
-    char figure[32];
-    std::snprintf(figure, sizeof figure, "%.1f%%", *pct);
+    if (!c.gated || !c.test) continue;
+    std::string figure = "none (level out of reach)";
+    if (auto pct = detectable_change_pct(c)) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f%%", *pct);
+      figure = *pct > 99999 ? ">99999%" : buf;
+    }
     list += (list.empty() ? "" : ", ") + one_line(c.metric) + " " + figure;
   }
   if (list.empty()) return "";
   char level[32];
-  std::snprintf(level, sizeof level, "%g", result.confidence);
-  return "smallest change this run could detect (half the " + std::string(level) + "% CI): " + list;
+  std::snprintf(level, sizeof level, "%.4g", result.confidence);
+  return "change this run detects (80% power, " + std::string(level) + "% level): " + list;
 }
 
 }  // namespace perfgate::report
