@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "perfgate/cli/command.h"
+#include "perfgate/core/checked.h"
 #include "perfgate/core/exit_status.h"
 #include "perfgate/core/printable.h"
 #include "perfgate/core/stop_signal.h"
@@ -91,8 +92,9 @@ Nanos duration_flag(const std::string& flag, const std::string& text) {
   auto d = parse_duration(text);
   if (!d || d->count() <= 0)
     throw Error(flag +
-                (is_overlong_duration(text) ? ": is too long a duration"
-                                            : ": must be a duration like \"10s\"") +
+                (is_overlong_duration(text) ? ": is too long a duration (at most " +
+                                                  std::string(kLongestDurationWords) + ")"
+                                            : std::string(": must be a duration like \"10s\"")) +
                 ", got \"" + text + "\"");
   return *d;
 }
