@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "perfgate/core/checked.h"
 #include "profile_sections.h"
 
 namespace perfgate::profile_detail {
@@ -222,6 +223,19 @@ std::string entry_url(const Section& e, const TargetSpec& base) {
   return url_origin(base.url) + *path;
 }
 
+// Weights are shares of the mix: past a millionfold apart they stop meaning
+// anything, and [1e308, 1e308] summed to infinity and sent every request to
+// the first entry.
+constexpr NumberRange kMixWeight{0.001, 1'000'000, ""};
+
+std::optional<double> read_weight(const Section& e) {
+  const Doc* value = e.get("weight");
+  if (!value) return std::nullopt;
+  if (value->is_number() && kMixWeight.contains(value->get<double>())) return value->get<double>();
+  e.problem("weight", "must be a number " + kMixWeight.words() + ", got " + shown(*value));
+  return std::nullopt;
+}
+
 TargetSpec read_request(const Section& e, const TargetSpec& base,
                         const std::filesystem::path& base_dir) {
   e.reject_unknown(kRequestKeys);
@@ -238,7 +252,7 @@ TargetSpec read_request(const Section& e, const TargetSpec& base,
     request.body_file.clear();
     read_body(e, base_dir, request);
   }
-  request.weight = e.positive_number("weight").value_or(1);
+  request.weight = read_weight(e).value_or(1);
   read_success_statuses(e, request);
   return request;
 }
