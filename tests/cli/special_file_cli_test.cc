@@ -1,6 +1,6 @@
 // Special files where perfgate would expect regular ones: an output that is a
 // FIFO or a link (to a file, or to stdout) is written through, never renamed
-// over.
+// over; a stdout that cannot take the bytes ends the command with exit 3.
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
@@ -92,6 +92,23 @@ TEST_F(SpecialFileCliTest, CompareJsonThroughALinkToStdoutWritesThere) {
   EXPECT_NE(r.exit_code, 3) << r.err;
   EXPECT_NE(r.out.find("\"exit_code\""), std::string::npos) << r.out;
   EXPECT_TRUE(fs::is_symlink(dir_ / "stdout.json"));
+}
+
+// A full disk under stdout: exit 3 with one line, not exit 0 with nothing
+// written (or an export cut mid-line).
+TEST_F(SpecialFileCliTest, StdoutThatCannotBeWrittenIsAnError) {
+  const std::vector<std::vector<std::string>> commands = {
+      {"store", "export", "--store", store_.string()},
+      {"history", "--json", "--store", store_.string()},
+      {"recipe", "default-branch"},
+      {"recipe"}};
+  for (const auto& args : commands) {
+    auto r = sh("exec \"$0\" --log-level error \"$@\" > /dev/full", args);
+    EXPECT_EQ(r.exit_code, 3) << args[0] << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1u) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot write to stdout: No space left on device"), std::string::npos)
+        << r.err;
+  }
 }
 
 }  // namespace
