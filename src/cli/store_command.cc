@@ -145,7 +145,7 @@ int prune(const StoreOptions& opt) {
 // Opening for writing migrates; this command does only that, so that an old
 // store can be upgraded (and compacted) before read-only commands use it.
 int migrate(const StoreOptions& opt) {
-  if (!fs::exists(opt.store_path)) throw Error(opt.store_path.string() + ": no such store");
+  check_store_file(opt.store_path);
   int before = stored_schema_version(opt.store_path);
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
   std::cout << opt.store_path.string() << ": ";

@@ -1,6 +1,7 @@
 // Special files where perfgate would expect regular ones: an output that is a
 // FIFO or a link (to a file, or to stdout) is written through, never renamed
-// over; a stdout that cannot take the bytes ends the command with exit 3.
+// over; a stdout that cannot take the bytes ends the command with exit 3; a
+// FIFO given as the store is refused before anything opens it.
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
@@ -108,6 +109,35 @@ TEST_F(SpecialFileCliTest, StdoutThatCannotBeWrittenIsAnError) {
     EXPECT_EQ(lines_of(r.err), 1u) << args[0] << ": " << r.err;
     EXPECT_NE(r.err.find("cannot write to stdout: No space left on device"), std::string::npos)
         << r.err;
+  }
+}
+
+// open() of a FIFO waits for a writer, which never comes: every command that
+// takes --store refuses it first, in one line.
+TEST_F(SpecialFileCliTest, AFifoAsTheStoreIsRefusedBeforeOpen) {
+  ASSERT_EQ(mkfifo(fifo_.c_str(), 0600), 0);
+  testing::write_file(dir_ / "profile.json",
+                      R"({"name": "fifo", "target": {"url": "http://127.0.0.1:)" +
+                          std::to_string(testing::unused_port()) + R"(/"}})");
+  const std::string fifo = fifo_.string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"history", "--store", fifo},
+      {"store", "check", "--store", fifo},
+      {"store", "export", "--store", fifo},
+      {"store", "prune", "--keep", "1", "--store", fifo},
+      {"store", "migrate", "--store", fifo},
+      {"report", "--html", (dir_ / "r.html").string(), "--store", fifo},
+      {"compare", "1", "--store", fifo},
+      {"run", (dir_ / "profile.json").string(), "--store", fifo},
+      {"run", (dir_ / "profile.json").string(), "--store", fifo, "--no-record"}};
+  for (auto args : commands) {
+    args.insert(args.begin(), {testing::perfgate_binary(), "--log-level", "error"});
+    auto r = testing::run_command(args, {}, {}, 10);
+    EXPECT_EQ(r.exit_code, 3) << args[3] << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1u) << args[3] << ": " << r.err;
+    EXPECT_NE(r.err.find(fifo + ": is a FIFO (named pipe), not a store file"), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(fs::is_fifo(fifo_));
   }
 }
 
