@@ -1,10 +1,10 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "perfgate/core/bounded_read.h"
 #include "perfgate/core/checked.h"
 #include "profile_sections.h"
 
@@ -159,17 +159,20 @@ void read_body(const Section& s, const std::filesystem::path& base_dir, TargetSp
   if (!file) return;
   target.body_file = *file;
   std::filesystem::path path = base_dir / *file;
-  std::ifstream in(path, std::ios::binary);
   std::error_code ec;
-  if (!in || std::filesystem::is_directory(path, ec)) {
-    s.problem("body_file", "cannot read " + json_quoted(path.string()));
-    return;
-  }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  target.body = bytes.str();
-  if (target.body.size() > kMaxBodyBytes)
+  // Bounded while reading: body_file /dev/zero once read without end.
+  BoundedRead read;
+  if (std::filesystem::is_directory(path, ec))
+    read.error = EISDIR;
+  else
+    read = read_bounded(path, kMaxBodyBytes);
+  if (read.too_large) {
     s.problem("body_file", "is larger than 64 MiB; a load test body should be small");
+  } else if (read.error || read.interrupted) {
+    s.problem("body_file", "cannot read " + json_quoted(path.string()));
+  } else {
+    target.body = std::move(read.bytes);
+  }
 }
 
 void read_http_options(const Section& s, TargetSpec& target) {
