@@ -60,5 +60,19 @@ TEST(ArrivalSchedule, RejectsRatesAndConnectionsThatMakeNoSchedule) {
   EXPECT_THROW(ArrivalSchedule(100, 0), Error);
 }
 
+TEST(ArrivalSchedule, RefusesRatesTooSlowToSchedule) {
+  // 1e-10/s put the next request past int64_t nanoseconds: wrapped, it was due
+  // before t0 and due_before() counted for ever; 5e-324 flooded the target.
+  EXPECT_THROW(ArrivalSchedule(1e-10, 1), Error);
+  EXPECT_THROW(ArrivalSchedule(5e-324, 1), Error);
+}
+
+TEST(ArrivalSchedule, TimesTooFarToCountSaturateAndCountingEnds) {
+  ArrivalSchedule slowest(0.001, 1'000'000);  // each connection every 1e9 s
+  EXPECT_EQ(slowest.intended(0, 100), Nanos::max());
+  EXPECT_EQ(slowest.due_before(0, 24h), 1u);
+  EXPECT_EQ(slowest.due_before(999'999, 24h), 0u);
+}
+
 }  // namespace
 }  // namespace perfgate

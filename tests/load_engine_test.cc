@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,20 @@ TEST(LoadEngine, WeightedRoundRobinIsSmoothAndExact) {
   TargetSpec zero;
   zero.weight = 0;
   EXPECT_THROW(WeightedRoundRobin({a, zero}), Error);
+}
+
+TEST(LoadEngine, HugeWeightsShareTheMixInsteadOfOverflowing) {
+  // [1e308, 1e308] once summed to infinity: every request went to the first.
+  TargetSpec a, b;
+  a.weight = 1e308;
+  b.weight = 1e308;
+  WeightedRoundRobin rr({a, b});
+  std::vector<size_t> picks;
+  for (int i = 0; i < 6; ++i) picks.push_back(rr.next());
+  EXPECT_EQ(picks, (std::vector<size_t>{0, 1, 0, 1, 0, 1}));
+  TargetSpec endless;
+  endless.weight = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(WeightedRoundRobin({a, endless}), Error);
 }
 
 }  // namespace

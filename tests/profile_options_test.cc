@@ -59,7 +59,8 @@ TEST(ProfileOptionsTest, RequestMixInheritsFromTarget) {
 TEST(ProfileOptionsTest, MixProblemsNameTheEntry) {
   auto lines = problems_of(with_target(
       R"("requests": [{"weight": 0}, {"url": "ftp://x/"}, 5, {"path": "x"}, {"colour": 1}])"));
-  EXPECT_TRUE(mentions(lines, "target.requests[0].weight: must be a positive number")) << lines[0];
+  EXPECT_TRUE(mentions(lines, "target.requests[0].weight: must be a number from 0.001 to 1000000"))
+      << lines[0];
   EXPECT_TRUE(mentions(lines, "target.requests[1].url"));
   EXPECT_TRUE(mentions(lines, "target.requests[2]: must be an object"));
   EXPECT_TRUE(mentions(lines, "target.requests[3].path: must start with \"/\""));

@@ -339,7 +339,12 @@ TEST(ProfileTest, ChecksTheLoadShape) {
             "load.connections: must be at most 1000000, got 1000001");
   EXPECT_EQ(problem_with(R"("load": {"threads": 2.5})"),
             "load.threads: must be a positive integer, got 2.5");
-  EXPECT_EQ(problem_with(R"("load": {"rate": -1})"), "load.rate: must be a number >= 0, got -1");
+  EXPECT_EQ(problem_with(R"("load": {"rate": -1})"),
+            "load.rate: must be 0 (the closed model) or a rate from 0.001 to 100000000 "
+            "requests/s, got -1");
+  EXPECT_EQ(problem_with(R"("load": {"rate": 1e-10})"),
+            "load.rate: must be 0 (the closed model) or a rate from 0.001 to 100000000 "
+            "requests/s, got 1e-10");
   EXPECT_EQ(problem_with(R"("load": {"engine": "wrk"})"),
             "load.engine: must be \"auto\", \"curl\" or \"native\", got \"wrk\"");
 }

@@ -119,6 +119,8 @@ TEST(SchemaTest, RejectsWhatPerfgateRejects) {
       "{" + ok_target + R"(, "load": {"threads": 2.5}})",
       "{" + ok_target + R"(, "load": {"duration": "10 s"}})",
       "{" + ok_target + R"(, "load": {"rate": -1}})",
+      "{" + ok_target + R"(, "load": {"rate": 1e-10}})",
+      R"({"name": "x", "target": {"url": "http://h/", "requests": [{"weight": 1e308}]}})",
       "{" + ok_target + R"(, "load": {"engine": "wrk"}})",
       "{" + ok_target + R"(, "repeat": {"count": 0}})",
       "{" + ok_target + R"(, "thresholds": {"latency_p99": {"max": 50}}})",

@@ -7,6 +7,7 @@
 
 #include "output_file.h"
 #include "perfgate/cli/command.h"
+#include "perfgate/core/checked.h"
 #include "perfgate/load/load_engine.h"
 #include "perfgate/report/bench_report.h"
 #include "perfgate/report/json_report.h"
@@ -46,15 +47,12 @@ TargetSpec bench_target(const BenchArgs& args) {
   return target;
 }
 
-// The profile's own bound on load.rate; NaN and negatives would quietly mean the closed model.
-constexpr double kMaxBenchRate = 100'000'000;
-
+// The profile's own bounds on load.rate: NaN and negatives would quietly mean
+// the closed model, and a rate like 1e-10 made the schedule loop for ever.
 double bench_rate(double rate) {
-  if (rate >= 0 && rate <= kMaxBenchRate) return rate;
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", rate);
-  throw Error(std::string("-R: must be a rate from 0 (closed model) to 1e8 requests/s, got ") +
-              text);
+  if (rate == 0 || kRequestRate.contains(rate)) return rate;
+  throw Error("-R: must be a rate " + kRequestRate.words() + " (or 0 for the closed model), got " +
+              short_number(rate));
 }
 
 LoadPlan bench_plan(const BenchArgs& args) {

@@ -7,11 +7,15 @@
 #include <sqlite3.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 
 #include "perfgate/cli/command.h"
+#include "perfgate/core/checked.h"
 #include "perfgate/core/exit_status.h"
 #include "perfgate/core/printable.h"
 #include "perfgate/core/stop_signal.h"
@@ -41,6 +45,20 @@ void install_stop_handlers() {
 void annotate_error(const std::string& message) {
   if (process_environment()("GITHUB_ACTIONS") == "true")
     std::cout << github_command("error", "perfgate error", message) << std::flush;
+}
+
+// A report cut short by a full disk or a closed pipe must not pass for a whole
+// one: every command's stdout is flushed and checked here, once, at its end.
+void check_stdout_written(const PrintableOutput& printable_stdout) {
+  std::cout.flush();
+  errno = 0;
+  bool flushed = std::fflush(stdout) == 0;
+  int why = printable_stdout.write_error();  // the first failure's errno: the telling one
+  if (!why && flushed && !std::ferror(stdout) && std::cout) return;
+  if (!why) why = errno;
+  throw Error(std::string("cannot write to stdout: ") +
+              (why ? std::strerror(why) : "the output was cut short") +
+              "; what was printed is incomplete");
 }
 
 // ${PERFGATE} in a profile is this very binary, so the demo profile can start
@@ -91,8 +109,9 @@ Nanos duration_flag(const std::string& flag, const std::string& text) {
   auto d = parse_duration(text);
   if (!d || d->count() <= 0)
     throw Error(flag +
-                (is_overlong_duration(text) ? ": is too long a duration"
-                                            : ": must be a duration like \"10s\"") +
+                (is_overlong_duration(text) ? ": is too long a duration (at most " +
+                                                  std::string(kLongestDurationWords) + ")"
+                                            : std::string(": must be a duration like \"10s\"")) +
                 ", got \"" + text + "\"");
   return *d;
 }
@@ -155,7 +174,9 @@ int run_cli(int argc, char** argv) {
   try {
     setup_logging(cli.log_level, cli.quiet);
     install_stop_handlers();
-    return cli.commands.run_selected({cli_environment(), stop_requested()});
+    int exit_code = cli.commands.run_selected({cli_environment(), stop_requested()});
+    check_stdout_written(printable_stdout);
+    return exit_code;
   } catch (const ProfileError& e) {
     // Names, URLs and values in error lines come from the user: printed as they are,
     // an ESC or NUL in them would reach the terminal.

@@ -3,13 +3,12 @@
 // every re-run. Its own step, so that a failed comment never touches the
 // gate's exit code.
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "perfgate/cli/command.h"
+#include "perfgate/core/bounded_read.h"
 #include "perfgate/core/error.h"
 #include "sticky_comment.h"
 
@@ -24,13 +23,20 @@ struct CommentOptions {
   std::string timeout = "30s";
 };
 
+// A run's summary is a few KiB, and a comment holds 65,000 characters of it;
+// the bound keeps `comment /dev/zero` from reading (and holding) without end.
+constexpr size_t kMaxSummaryBytes = 16 * 1024 * 1024;
+
 std::string read_summary(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("comment: cannot read " + path.string() + " (write it with run --summary)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().empty()) throw Error("comment: " + path.string() + " is empty");
-  return text.str();
+  auto read = read_bounded(path, kMaxSummaryBytes);
+  if (read.too_large)
+    throw Error("comment: " + path.string() +
+                " is larger than 16 MiB; give the summary a run wrote with --summary");
+  if (read.interrupted) throw Error("comment: reading " + path.string() + " was interrupted");
+  if (read.error)
+    throw Error("comment: cannot read " + path.string() + " (write it with run --summary)");
+  if (read.bytes.empty()) throw Error("comment: " + path.string() + " is empty");
+  return std::move(read.bytes);
 }
 
 std::string provider_of(const CommentOptions& options, const EnvLookup& env) {

@@ -190,6 +190,11 @@ void register_compare(CommandSet& commands) {
   cmd->add_option("--junit", opt->junit_path, "Write a JUnit XML report here");
   cmd->add_option("--json", opt->json_path, "Write the JSON result here");
   commands.add(cmd, [opt, run_id](const CommandContext& ctx) {
+    // Judged against itself, any run passes: every change is 0 %.
+    if (opt->baseline_run == *run_id)
+      throw Error("--baseline-run " + std::to_string(*run_id) +
+                  ": that is the run being compared, and a run is no baseline of itself; give "
+                  "another run (see perfgate history)");
     auto store = open_existing(opt->store_path, BaselineStore::Mode::kReadOnly);
     auto result = rejudge_run(store, *run_id, *opt);
     // Annotations follow where it runs now, not where the stored run ran.

@@ -19,6 +19,12 @@ namespace fs = std::filesystem;
 // Closes the descriptor, and removes the temporary file unless it was renamed.
 class TempFile {
  public:
+  /// The target itself, opened for writing: no temporary, nothing to rename.
+  struct InPlace {};
+  TempFile(const fs::path& target, InPlace) {
+    fd_ = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd_ < 0) fail(target);
+  }
   explicit TempFile(const fs::path& beside) {
     std::random_device random;
     for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
@@ -48,7 +54,7 @@ class TempFile {
   void rename_to(const fs::path& target) {
     int rc = ::close(fd_);
     fd_ = -1;
-    if (rc != 0 || ::rename(path_.c_str(), target.c_str()) != 0) fail(target);
+    if (rc != 0 || (!path_.empty() && ::rename(path_.c_str(), target.c_str()) != 0)) fail(target);
     path_.clear();
   }
 
@@ -67,6 +73,27 @@ void create_folder(const fs::path& path, std::string_view flag) {
   if (ec)
     throw Error(std::string(flag) + (flag.empty() ? "" : ": ") + "cannot write " + path.string() +
                 ": " + ec.message());
+}
+
+// Where an output's bytes go. A device, FIFO or socket (or a link to one, like
+// /dev/stdout) is written in place: renaming over /dev/null would replace it
+// with a regular file. A link to a regular file stays a link: the file it
+// names is replaced, whole. A regular file (or none yet) is replaced whole.
+struct OutputTarget {
+  fs::path path;
+  bool in_place = false;
+};
+
+OutputTarget output_target(const fs::path& path) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);  // through links
+  if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status))
+    return {path, true};
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return {path, false};
+  auto target = fs::canonical(path, ec);
+  // A dangling link (or a deleted file behind /proc/self/fd): open() follows it.
+  if (ec) return {path, true};
+  return {target, false};
 }
 
 fs::path resolved(const fs::path& path) {
@@ -108,11 +135,21 @@ bool same_output_file(const fs::path& a, const fs::path& b) {
   return same_file(a, b);
 }
 
+namespace {
+
+TempFile open_output(const OutputTarget& target) {
+  if (target.in_place) return TempFile(target.path, TempFile::InPlace{});
+  create_folder(target.path, "");
+  return TempFile(target.path);
+}
+
+}  // namespace
+
 void write_output_file(const fs::path& path, std::string_view text) {
-  create_folder(path, "");
-  TempFile temp(path);
+  auto target = output_target(path);
+  TempFile temp = open_output(target);
   temp.write(text, path);
-  temp.rename_to(path);
+  temp.rename_to(target.path);
 }
 
 namespace {
@@ -147,14 +184,14 @@ class TempFileBuf : public std::streambuf {
 }  // namespace
 
 void write_output_file(const fs::path& path, const std::function<void(std::ostream&)>& produce) {
-  create_folder(path, "");
-  TempFile temp(path);
+  auto target = output_target(path);
+  TempFile temp = open_output(target);
   TempFileBuf buffer(temp, path);
   std::ostream out(&buffer);
   out.exceptions(std::ios::badbit);  // a failed write throws (our Error, rethrown as is)
   produce(out);
   out.flush();
-  temp.rename_to(path);
+  temp.rename_to(target.path);
 }
 
 void append_output_file(const fs::path& path, std::string_view text) {
@@ -175,8 +212,13 @@ void append_output_file(const fs::path& path, std::string_view text) {
 std::string unwritable_reason(const fs::path& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return "it is a folder; give a file name";
+  auto target = output_target(path);
+  // A device or FIFO takes what its mode allows; a dangling link is found when written.
+  if (target.in_place && fs::exists(path, ec))
+    return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  if (target.in_place) return "";
   // The nearest folder that exists takes the file, or the folders leading to it.
-  fs::path folder = fs::absolute(path).parent_path();
+  fs::path folder = fs::absolute(target.path).parent_path();
   while (!fs::exists(folder, ec) && folder.has_relative_path()) folder = folder.parent_path();
   if (!fs::is_directory(folder, ec)) return folder.string() + " is not a folder";
   try {

@@ -3,6 +3,8 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+
 #include "perfgate/core/printable.h"
 
 namespace perfgate {
@@ -22,7 +24,14 @@ std::streamsize PrintableStreambuf::xsputn(const char* s, std::streamsize n) {
 
 int PrintableStreambuf::sync() {
   flush_line(true);
-  return out_->pubsync();
+  errno = 0;
+  int rc = out_->pubsync();
+  if (rc != 0) note_failure();
+  return rc;
+}
+
+void PrintableStreambuf::note_failure() {
+  if (write_error_ == 0) write_error_ = errno != 0 ? errno : EIO;
 }
 
 // Up to the last line feed, or all that is pending. A trailing 0xc2 waits
@@ -32,7 +41,9 @@ void PrintableStreambuf::flush_line(bool all, bool last) {
   if (end == 0 || end > pending_.size()) return;
   if (!last && static_cast<unsigned char>(pending_[end - 1]) == 0xc2) --end;
   std::string text = printable_lines(std::string_view(pending_).substr(0, end));
-  out_->sputn(text.data(), static_cast<std::streamsize>(text.size()));
+  errno = 0;
+  auto size = static_cast<std::streamsize>(text.size());
+  if (out_->sputn(text.data(), size) != size) note_failure();
   pending_.erase(0, end);
 }
 

@@ -20,6 +20,10 @@ class PrintableStreambuf : public std::streambuf {
   ~PrintableStreambuf() override { flush_line(true, true); }
   PrintableStreambuf(const PrintableStreambuf&) = delete;
   PrintableStreambuf& operator=(const PrintableStreambuf&) = delete;
+  /// errno of the first write or flush that failed below; 0 when none did. A
+  /// full disk fails a write in the middle of a command, and errno is long gone
+  /// by its end.
+  int write_error() const { return write_error_; }
 
  protected:
   int_type overflow(int_type c) override;
@@ -29,8 +33,11 @@ class PrintableStreambuf : public std::streambuf {
  private:
   void flush_line(bool all, bool last = false);
 
+  void note_failure();
+
   std::streambuf* out_;
   std::string pending_;
+  int write_error_ = 0;
 };
 
 /// For the life of the guard, `stream` writes through a PrintableStreambuf.
@@ -40,6 +47,8 @@ class PrintableOutput {
   ~PrintableOutput();
   PrintableOutput(const PrintableOutput&) = delete;
   PrintableOutput& operator=(const PrintableOutput&) = delete;
+  /// See PrintableStreambuf::write_error().
+  int write_error() const { return filter_->write_error(); }
 
  private:
   std::ostream& stream_;

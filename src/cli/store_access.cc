@@ -15,19 +15,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Before any open(): a FIFO as the store blocked there for ever.
 void refuse_folder(const fs::path& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw Error("--store " + path.string() + ": is a folder, not a store file (e.g. " +
                 (path / "perfgate.db").string() + ")");
+  if (auto problem = BaselineStore::file_kind_problem(path); !problem.empty())
+    throw Error("--store " + path.string() + ": " + problem);
 }
 
 }  // namespace
 
 BaselineStore open_existing_store(const fs::path& path, BaselineStore::Mode mode) {
+  check_store_file(path);
+  return BaselineStore::open(path, mode);
+}
+
+void check_store_file(const fs::path& path) {
   if (!fs::exists(path)) throw Error(path.string() + ": no such store (see --store)");
   refuse_folder(path);
-  return BaselineStore::open(path, mode);
 }
 
 void check_store_writable(const fs::path& path) {

@@ -11,6 +11,7 @@
 #include "output_file.h"
 #include "perfgate/cli/command.h"
 #include "perfgate/cli/gate.h"
+#include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/exit_status.h"
 #include "perfgate/store/prune_policy.h"
@@ -98,12 +99,18 @@ int import_from(const StoreOptions& opt) {
   return 0;
 }
 
-// "30d" (days) besides every unit parse_duration() knows.
+// "30d" (days) besides every unit parse_duration() knows. Checked: days past
+// the nanosecond count once wrapped into a cut-off in the future, and prune
+// deleted every run.
 Nanos age_flag(const std::string& text) {
   int64_t days = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), days);
-  if (ec == std::errc() && days > 0 && std::string_view(end) == "d")
-    return std::chrono::hours(24 * days);
+  bool in_days = std::string_view(end) == "d" && end != text.data();
+  if (in_days && ec == std::errc() && days > 0)
+    if (auto age = checked_duration(days, std::chrono::hours(24))) return *age;
+  if (in_days && (ec == std::errc::result_out_of_range || days > 0))
+    throw Error("--older-than: must be at most " + std::string(kLongestDurationWords) + ", got \"" +
+                text + "\"; nothing was deleted");
   return duration_flag("--older-than", text);
 }
 
@@ -138,7 +145,7 @@ int prune(const StoreOptions& opt) {
 // Opening for writing migrates; this command does only that, so that an old
 // store can be upgraded (and compacted) before read-only commands use it.
 int migrate(const StoreOptions& opt) {
-  if (!fs::exists(opt.store_path)) throw Error(opt.store_path.string() + ": no such store");
+  check_store_file(opt.store_path);
   int before = stored_schema_version(opt.store_path);
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
   std::cout << opt.store_path.string() << ": ";

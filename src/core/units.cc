@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "perfgate/core/checked.h"
+
 namespace perfgate {
 namespace {
 
@@ -97,10 +99,8 @@ std::optional<Nanos> parse_duration(std::string_view text) {
   if (!decimal) return std::nullopt;
   auto unit = unit_ns(decimal->suffix);
   if (!unit) return std::nullopt;
-  long double ns = std::round(decimal->value * *unit);
   // Beyond ~292 years the nanosecond count no longer fits: not a duration anyone means.
-  if (ns >= static_cast<long double>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-  return Nanos(static_cast<int64_t>(ns));
+  return checked_nanos(decimal->value * *unit);
 }
 
 bool is_overlong_duration(std::string_view text) {

@@ -3,22 +3,27 @@
 #include <algorithm>
 #include <cmath>
 
+#include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 
 namespace perfgate {
 namespace {
 
 // Doubles of seconds keep rates like 333.3/s exact enough; the result is
-// rounded to the nanosecond once, so the schedule never drifts.
+// rounded to the nanosecond once, so the schedule never drifts. A time past
+// Nanos' range saturates: wrapped, it was before t0, and due_before() counted
+// for ever.
 Nanos from_seconds(double s) {
-  return Nanos(static_cast<int64_t>(std::llround(s * 1e9)));
+  return saturated_seconds(s);
 }
 
 }  // namespace
 
 ArrivalSchedule::ArrivalSchedule(double rate_per_s, int connections)
     : rate_(rate_per_s), connections_(connections) {
-  if (!(rate_per_s > 0)) throw Error("load.rate must be positive for the open model");
+  if (!(rate_per_s >= kRequestRate.min))
+    throw Error("load.rate must be at least " + short_number(kRequestRate.min) +
+                " requests/s for the open model");
   // Past a request per nanosecond the schedule's times stop advancing with k,
   // and due_before() would count for ever.
   if (!(rate_per_s <= kMaxRate))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -90,12 +91,17 @@ std::vector<TargetSpec> requests_of(const LoadPlan& plan) {
 
 WeightedRoundRobin::WeightedRoundRobin(const std::vector<TargetSpec>& entries) {
   for (const auto& e : entries) {
-    if (!(e.weight > 0))
-      throw Error("request \"" + e.name + "\" needs a positive weight, got " +
+    if (!(e.weight > 0) || !std::isfinite(e.weight))
+      throw Error("request \"" + e.name + "\" needs a positive, finite weight, got " +
                   std::to_string(e.weight));
     weights_.push_back(e.weight);
-    total_ += e.weight;
   }
+  // Scaled by a power of two, which is exact, to put the largest in [0.5, 1):
+  // the total stays finite whatever the weights ([1e308, 1e308] summed to
+  // infinity and picked the first entry for ever).
+  int exponent = 0;
+  if (!weights_.empty()) std::frexp(*std::max_element(weights_.begin(), weights_.end()), &exponent);
+  for (auto& w : weights_) total_ += (w = std::ldexp(w, -exponent));
   current_.assign(weights_.size(), 0);
 }
 

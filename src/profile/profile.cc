@@ -1,14 +1,11 @@
 #include "perfgate/profile/profile.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
-#include "perfgate/core/stop_signal.h"
+#include "perfgate/core/bounded_read.h"
 #include "perfgate/profile/profile_recipe.h"
 #include "profile_canonical.h"
 #include "profile_limits.h"
@@ -64,22 +61,14 @@ std::string first_line(const std::string& source, const std::vector<ProfileProbl
 }
 
 std::string read_text(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot read profile " + path.string() + ": " + std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  ssize_t n = 0;
-  // A signal ends an endless or slow read (a device, a FIFO) too; one byte past the
-  // limit is enough to refuse it, so an endless file is never read to its end.
-  while (!stop_requested() && text.size() <= kMaxProfileBytes &&
-         (n = ::read(fd, buf, sizeof buf)) > 0)
-    text.append(buf, static_cast<size_t>(n));
-  int read_errno = errno;
-  ::close(fd);
-  if (stop_requested())
+  // A signal ends an endless or slow read (a device, a FIFO) too; past the
+  // limit the text is refused by text_limit_problem().
+  auto read = read_bounded(path, kMaxProfileBytes);
+  if (read.interrupted)
     throw Error("reading profile " + path.string() + ": interrupted by a signal");
-  if (n < 0) throw Error("cannot read profile " + path.string() + ": " + std::strerror(read_errno));
-  return text;
+  if (read.error)
+    throw Error("cannot read profile " + path.string() + ": " + std::strerror(read.error));
+  return std::move(read.bytes);
 }
 
 }  // namespace

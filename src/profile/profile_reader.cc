@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "perfgate/core/checked.h"
 #include "profile_limits.h"
 
 namespace perfgate::profile_detail {
@@ -177,9 +178,8 @@ std::optional<Nanos> duration_of(const Doc& value) {
   if (!value.is_number()) return std::nullopt;
   double seconds = value.get<double>();
   if (seconds < 0) return std::nullopt;
-  // Far past every limit, and still far from overflowing the nanosecond count.
-  if (seconds > 1e9) return Nanos::max();
-  return Nanos(std::llround(seconds * 1e9));
+  // Too long to count is past every limit: the caller says which.
+  return checked_seconds(seconds).value_or(Nanos::max());
 }
 
 bool is_overlong_duration(const Doc& value) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "perfgate/core/checked.h"
 #include "perfgate/core/sequential.h"
 #include "perfgate/core/verdict.h"
 
@@ -36,7 +37,6 @@ constexpr std::array<std::string_view, 3> kEngines = {"auto", "curl", "native"};
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxConnections = 1'000'000;
 constexpr int kMaxRepeats = 10'000;
-constexpr double kMaxRate = 100'000'000;
 constexpr Nanos kMaxDuration = std::chrono::hours(24);
 constexpr Nanos kMaxWarmup = std::chrono::hours(1);
 constexpr Nanos kMaxTimeout = std::chrono::hours(1);
@@ -62,6 +62,18 @@ void check_engine(const Section& s, const LoadSpec& load, const TargetSpec& targ
   }
 }
 
+// 0 is the closed model; any other rate must be one the open model's schedule
+// can keep (1e-10 once made it loop for ever, 5e-324 flooded the target).
+std::optional<double> read_rate(const Section& s) {
+  const Doc* value = s.get("rate");
+  if (!value) return std::nullopt;
+  double rate = value->is_number() ? value->get<double>() : -1;
+  if (value->is_number() && (rate == 0 || kRequestRate.contains(rate))) return rate;
+  s.problem("rate", "must be 0 (the closed model) or a rate " + kRequestRate.words() + ", got " +
+                        shown(*value));
+  return std::nullopt;
+}
+
 LoadSpec read_load(const Section& root, const TargetSpec& target) {
   LoadSpec load;
   Section s = root.object("load");
@@ -78,7 +90,7 @@ LoadSpec read_load(const Section& root, const TargetSpec& target) {
                                  (connections ? "" : " (the default)"));
   load.duration = s.duration("duration", false, kMaxDuration).value_or(load.duration);
   load.warmup = s.duration("warmup", true, kMaxWarmup).value_or(load.warmup);
-  load.rate = s.number("rate", 0, kMaxRate).value_or(load.rate);
+  load.rate = read_rate(s).value_or(load.rate);
   load.engine = s.string("engine").value_or(load.engine);
   check_engine(s, load, target);
   load.timeout = s.duration("timeout", false, kMaxTimeout).value_or(load.timeout);

@@ -1,10 +1,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "perfgate/core/bounded_read.h"
+#include "perfgate/core/checked.h"
 #include "profile_sections.h"
 
 namespace perfgate::profile_detail {
@@ -158,17 +159,20 @@ void read_body(const Section& s, const std::filesystem::path& base_dir, TargetSp
   if (!file) return;
   target.body_file = *file;
   std::filesystem::path path = base_dir / *file;
-  std::ifstream in(path, std::ios::binary);
   std::error_code ec;
-  if (!in || std::filesystem::is_directory(path, ec)) {
-    s.problem("body_file", "cannot read " + json_quoted(path.string()));
-    return;
-  }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  target.body = bytes.str();
-  if (target.body.size() > kMaxBodyBytes)
+  // Bounded while reading: body_file /dev/zero once read without end.
+  BoundedRead read;
+  if (std::filesystem::is_directory(path, ec))
+    read.error = EISDIR;
+  else
+    read = read_bounded(path, kMaxBodyBytes);
+  if (read.too_large) {
     s.problem("body_file", "is larger than 64 MiB; a load test body should be small");
+  } else if (read.error || read.interrupted) {
+    s.problem("body_file", "cannot read " + json_quoted(path.string()));
+  } else {
+    target.body = std::move(read.bytes);
+  }
 }
 
 void read_http_options(const Section& s, TargetSpec& target) {
@@ -222,6 +226,19 @@ std::string entry_url(const Section& e, const TargetSpec& base) {
   return url_origin(base.url) + *path;
 }
 
+// Weights are shares of the mix: past a millionfold apart they stop meaning
+// anything, and [1e308, 1e308] summed to infinity and sent every request to
+// the first entry.
+constexpr NumberRange kMixWeight{0.001, 1'000'000, ""};
+
+std::optional<double> read_weight(const Section& e) {
+  const Doc* value = e.get("weight");
+  if (!value) return std::nullopt;
+  if (value->is_number() && kMixWeight.contains(value->get<double>())) return value->get<double>();
+  e.problem("weight", "must be a number " + kMixWeight.words() + ", got " + shown(*value));
+  return std::nullopt;
+}
+
 TargetSpec read_request(const Section& e, const TargetSpec& base,
                         const std::filesystem::path& base_dir) {
   e.reject_unknown(kRequestKeys);
@@ -238,7 +255,7 @@ TargetSpec read_request(const Section& e, const TargetSpec& base,
     request.body_file.clear();
     read_body(e, base_dir, request);
   }
-  request.weight = e.positive_number("weight").value_or(1);
+  request.weight = read_weight(e).value_or(1);
   read_success_statuses(e, request);
   return request;
 }

@@ -364,7 +364,27 @@ BaselineStore::BaselineStore(BaselineStore&&) noexcept = default;
 BaselineStore& BaselineStore::operator=(BaselineStore&&) noexcept = default;
 BaselineStore::~BaselineStore() = default;
 
+std::string BaselineStore::file_kind_problem(const fs::path& path) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  switch (status.type()) {
+    case fs::file_type::fifo:
+      return "is a FIFO (named pipe), not a store file";
+    case fs::file_type::character:
+    case fs::file_type::block:
+      return "is a device, not a store file";
+    case fs::file_type::socket:
+      return "is a socket, not a store file";
+    case fs::file_type::directory:
+      return "is a folder, not a store file";
+    default:
+      return "";
+  }
+}
+
 BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {
+  if (auto problem = file_kind_problem(path); !problem.empty())
+    throw Error(path.string() + ": " + problem);
   bool writable = mode == Mode::kReadWrite;
   if (writable) create_parent(path);
   if (has_content(path)) check_is_perfgate_store(path);

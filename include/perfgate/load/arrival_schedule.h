@@ -17,7 +17,7 @@ class ArrivalSchedule {
   /// One request per nanosecond: the resolution of the intended times.
   static constexpr double kMaxRate = 1e9;
 
-  /// Throws Error unless 0 < rate <= kMaxRate and connections > 0.
+  /// Throws Error unless kRequestRate.min <= rate <= kMaxRate and connections > 0.
   ArrivalSchedule(double rate_per_s, int connections);
 
   double rate() const { return rate_; }

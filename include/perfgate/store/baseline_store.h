@@ -31,6 +31,10 @@ class BaselineStore {
   /// Throws Error naming the file when it is not a perfgate store, is corrupt,
   /// or has a schema newer than this perfgate; such a file is left untouched.
   static BaselineStore open(const std::filesystem::path& path, Mode mode = Mode::kReadWrite);
+  /// Why `path` can hold no store, e.g. "is a FIFO, not a store file"; "" when it
+  /// is a regular file (through links) or nothing yet. Looks without opening:
+  /// open() of a FIFO blocks until a writer comes, which may be never.
+  static std::string file_kind_problem(const std::filesystem::path& path);
 
   BaselineStore(BaselineStore&&) noexcept;
   BaselineStore& operator=(BaselineStore&&) noexcept;

@@ -1,0 +1,39 @@
+#include "perfgate/core/bounded_read.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "perfgate/core/stop_signal.h"
+
+namespace perfgate {
+
+BoundedRead read_bounded(const std::filesystem::path& path, size_t max_bytes) {
+  BoundedRead out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    out.error = errno;
+    return out;
+  }
+  char buf[65536];
+  // One byte past the limit is enough to refuse the file.
+  while (out.bytes.size() <= max_bytes) {
+    if (stop_requested()) {
+      out.interrupted = true;
+      break;
+    }
+    size_t want = std::min(sizeof buf, max_bytes + 1 - out.bytes.size());
+    ssize_t n = ::read(fd, buf, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) out.error = errno;
+    if (n <= 0) break;
+    out.bytes.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  out.too_large = out.bytes.size() > max_bytes;
+  return out;
+}
+
+}  // namespace perfgate

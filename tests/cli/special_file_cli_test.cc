@@ -1,0 +1,145 @@
+// Special files where perfgate would expect regular ones: an output that is a
+// FIFO or a link (to a file, or to stdout) is written through, never renamed
+// over; a stdout that cannot take the bytes ends the command with exit 3; a
+// FIFO given as the store is refused before anything opens it.
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "perfgate/store/baseline_store.h"
+#include "support/run_record_builder.h"
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+size_t lines_of(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+class SpecialFileCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = BaselineStore::open(store_);
+    for (int n = 1; n <= 2; ++n) store.record(testing::synthetic_run(n, 20000, 2.0));
+  }
+
+  /// `script` under sh, $0 being perfgate and $1... `args`.
+  testing::CommandResult sh(const std::string& script, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/bin/sh", "-c", script, testing::perfgate_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::run_command(argv, {}, {}, 30);
+  }
+
+  /// Runs `perfgate --log-level error ARGS` with its output option at a FIFO ($1),
+  /// read by `cat` into a file. Renamed over, the FIFO's reader waited for ever
+  /// (it is stopped here) and the output went to a regular file in its place.
+  testing::CommandResult through_fifo(const std::vector<std::string>& args) {
+    EXPECT_EQ(mkfifo(fifo_.c_str(), 0600), 0);
+    std::vector<std::string> all = {fifo_.string(), (dir_ / "read.txt").string()};
+    all.insert(all.end(), args.begin(), args.end());
+    return sh(
+        "fifo=$1; read=$2; shift 2; cat \"$fifo\" > \"$read\" & reader=$!; "
+        "\"$0\" --log-level error \"$@\"; rc=$?; "
+        "n=0; while kill -0 $reader 2>/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n+1)); done; "
+        "kill $reader 2>/dev/null; [ -p \"$fifo\" ] || echo 'the FIFO was replaced' >&2; exit $rc",
+        all);
+  }
+
+  TempDir dir_;
+  fs::path store_ = dir_ / "perfgate.db";
+  fs::path fifo_ = dir_ / "fifo";
+};
+
+TEST_F(SpecialFileCliTest, StoreExportWritesIntoAFifoInPlace) {
+  auto r =
+      through_fifo({"store", "export", "--store", store_.string(), "--output", fifo_.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(lines_of(testing::read_file(dir_ / "read.txt")), 2u);
+}
+
+TEST_F(SpecialFileCliTest, ExportWritesIntoAFifoInPlace) {
+  auto r = through_fifo({"export", "--store", store_.string(), "--output", fifo_.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(testing::read_file(dir_ / "read.txt").find("\"value\""), std::string::npos);
+}
+
+TEST_F(SpecialFileCliTest, ReportHtmlThroughALinkKeepsTheLink) {
+  testing::write_file(dir_ / "real.html", "old");
+  fs::create_symlink(dir_ / "real.html", dir_ / "link.html");
+  auto r = testing::run_command({testing::perfgate_binary(), "report", "--html",
+                                 (dir_ / "link.html").string(), "--store", store_.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.html"));
+  EXPECT_NE(testing::read_file(dir_ / "real.html").find("<html"), std::string::npos);
+}
+
+// /dev/stdout itself is a link: renamed over, it was replaced (as root) by a file.
+// A link of the test's own stands for it, so that no run of this test on an
+// unfixed perfgate can harm the machine's /dev.
+TEST_F(SpecialFileCliTest, CompareJsonThroughALinkToStdoutWritesThere) {
+  fs::create_symlink("/dev/stdout", dir_ / "stdout.json");
+  auto r = testing::run_command({testing::perfgate_binary(), "compare", "2", "--store",
+                                 store_.string(), "--json", (dir_ / "stdout.json").string()});
+  EXPECT_NE(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.out.find("\"exit_code\""), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_symlink(dir_ / "stdout.json"));
+}
+
+// A full disk under stdout: exit 3 with one line, not exit 0 with nothing
+// written (or an export cut mid-line).
+TEST_F(SpecialFileCliTest, StdoutThatCannotBeWrittenIsAnError) {
+  const std::vector<std::vector<std::string>> commands = {
+      {"store", "export", "--store", store_.string()},
+      {"history", "--json", "--store", store_.string()},
+      {"recipe", "default-branch"},
+      {"recipe"}};
+  for (const auto& args : commands) {
+    auto r = sh("exec \"$0\" --log-level error \"$@\" > /dev/full", args);
+    EXPECT_EQ(r.exit_code, 3) << args[0] << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1u) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot write to stdout: No space left on device"), std::string::npos)
+        << r.err;
+  }
+}
+
+// open() of a FIFO waits for a writer, which never comes: every command that
+// takes --store refuses it first, in one line.
+TEST_F(SpecialFileCliTest, AFifoAsTheStoreIsRefusedBeforeOpen) {
+  ASSERT_EQ(mkfifo(fifo_.c_str(), 0600), 0);
+  testing::write_file(dir_ / "profile.json",
+                      R"({"name": "fifo", "target": {"url": "http://127.0.0.1:)" +
+                          std::to_string(testing::unused_port()) + R"(/"}})");
+  const std::string fifo = fifo_.string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"history", "--store", fifo},
+      {"store", "check", "--store", fifo},
+      {"store", "export", "--store", fifo},
+      {"store", "prune", "--keep", "1", "--store", fifo},
+      {"store", "migrate", "--store", fifo},
+      {"report", "--html", (dir_ / "r.html").string(), "--store", fifo},
+      {"compare", "1", "--store", fifo},
+      {"run", (dir_ / "profile.json").string(), "--store", fifo},
+      {"run", (dir_ / "profile.json").string(), "--store", fifo, "--no-record"}};
+  for (auto args : commands) {
+    args.insert(args.begin(), {testing::perfgate_binary(), "--log-level", "error"});
+    auto r = testing::run_command(args, {}, {}, 10);
+    EXPECT_EQ(r.exit_code, 3) << args[3] << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1u) << args[3] << ": " << r.err;
+    EXPECT_NE(r.err.find(fifo + ": is a FIFO (named pipe), not a store file"), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(fs::is_fifo(fifo_));
+  }
+}
+
+}  // namespace
+}  // namespace perfgate
