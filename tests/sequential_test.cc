@@ -80,6 +80,10 @@ TEST(SequentialTest, ALookThatCannotReachItsLevelOrCouldNotHaveFailedIsUndecided
   auto inconclusive = check("throughput_rps", -2, 1);
   inconclusive.inconclusive = true;
   EXPECT_TRUE(undecided(inconclusive));
+  // Against whole runs, more iterations of this one decide nothing more.
+  auto run_level = check("throughput_rps", -8, -2);
+  run_level.test->unit = "runs";
+  EXPECT_FALSE(undecided(run_level));
 }
 
 TEST(SequentialTest, MeasuresMoreOnlyWhenUndecidedAndAllowed) {
