@@ -457,6 +457,13 @@ TEST(HodgesLehmann, SaysWhenTheSamplesCannotReachTheLevel) {
   EXPECT_FALSE(stats::hodges_lehmann(two_a, two_b, 0.95).reaches_level);  // 2x2: p >= 1/3
   std::vector<double> four_a = {1, 2, 3, 4}, four_b = {5, 6, 7, 8};
   EXPECT_TRUE(stats::hodges_lehmann(four_a, four_b, 0.95).reaches_level);  // 1/70 < 0.025
+  // Ties send the interval to the normal approximation, which alone would say
+  // that 7 pairs cannot reach 98.33 %; all one way, they can (2/128 < 1/60).
+  std::vector<double> tied = {0.01, 0.01, 0.02, 0.01, 0.03, 0.01, 0.02};
+  EXPECT_TRUE(stats::hodges_lehmann_paired(tied, 1 - 0.05 / 3).reaches_level);
+  // Zeros do not vote: two nonzero pairs cannot reach it (2/4 > 1/60).
+  std::vector<double> zeros = {0, 0, 0, 0, 0, 0.01, 0.02};
+  EXPECT_FALSE(stats::hodges_lehmann_paired(zeros, 1 - 0.05 / 3).reaches_level);
   std::vector<double> ones(6, 1.0), twos = {2, 2.1, 2.2, 2.3, 2.4, 2.5};
   EXPECT_FALSE(estimate_paired_change(ones, twos, 0.99).reaches_level);
 }
