@@ -16,7 +16,7 @@
 #   BASE_WORK=20us LOSS_WORK=22us   c...: a CPU-bound service (demo-server --work, no delay),
 #                               and its ~10 % costlier candidate
 #   THREADS=1 CONNECTIONS=16 DURATION=1s WARMUP=1s COUNT=6 DISCARD=1   the profile's shape
-#   PAIRED_COUNT=8 LEG_WARMUP=250ms   paired mode's pairs (7 kept: the least that can fail at
+#   PAIRED_COUNT=13 LEG_WARMUP=250ms  paired mode's pairs (12 kept, as recipe:pr-paired; 7 is the least that can fail at
 #                               the default limits, three tested metrics at 98.33 % each);
 #                               both services start anew for every pair (paired.block 1)
 #   LAUNCH_SPREAD=0             demo-server --launch-spread: each start of a service draws
@@ -58,7 +58,7 @@ DURATION="${DURATION:-1s}"
 WARMUP="${WARMUP:-1s}"
 COUNT="${COUNT:-6}"
 DISCARD="${DISCARD:-1}"
-PAIRED_COUNT="${PAIRED_COUNT:-8}"
+PAIRED_COUNT="${PAIRED_COUNT:-13}"
 LAUNCH_SPREAD="${LAUNCH_SPREAD:-0}"
 LEG_WARMUP="${LEG_WARMUP:-250ms}"
 PAIRED_SCHEDULE="${PAIRED_SCHEDULE:-alternate}"

@@ -92,7 +92,7 @@ TEST(RecipeCliTest, ThePullRequestRecipeSaysWhenItCannotDecide) {
                             {"PERFGATE_BASELINE_PORT", std::to_string(testing::unused_port())}},
                            dir.path(), 180);
   ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_EQ(testing::read_file(base_dir / "launches"), "8\n");  // a launch per pair
+  EXPECT_EQ(testing::read_file(base_dir / "launches"), "13\n");  // a launch per pair
   auto result = nlohmann::json::parse(testing::read_file(json));
   const auto& cost = result["metrics"]["service_cpu_us_per_request"];
   EXPECT_TRUE(cost["inconclusive"].get<bool>()) << cost;
