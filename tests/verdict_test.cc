@@ -403,6 +403,16 @@ TEST(VerdictTest, ARunThatCouldNotHaveFailedIsInconclusive) {
   EXPECT_NE(c.message.find("pairs would decide (this run has 12)"), std::string::npos) << c.message;
 }
 
+// A count past a million is no plan: the message says the noise is the problem.
+TEST(VerdictTest, AnAbsurdCountOfPairsIsNotPrinted) {
+  auto p = pairs_of({0.5, -0.4, 0.3, -0.5, 0.45, -0.35, 0.2, -0.3, 0.4, -0.45, 0.1, -0.2});
+  auto j = judge(p.now, &p.base, throughput_limits(0.05, 0.1), {});
+  const auto& c = check(j, "throughput_rps");
+  EXPECT_TRUE(c.inconclusive);
+  EXPECT_NE(c.message.find("more than a million pairs would decide"), std::string::npos)
+      << c.message;
+}
+
 // The detectable change is the one caught with 80 % power, 1.43 half-widths at
 // 95 % (SciPy: 1 + norm.ppf(0.8) / norm.ppf(0.975) = 1.4294064790024281).
 TEST(VerdictTest, DetectableChangeIsAtEightyPercentPower) {

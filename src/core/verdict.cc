@@ -188,16 +188,20 @@ std::string why_inconclusive(const ChangeTest& t, double limit_pct) {
     return text + "; at least " + std::to_string(min_pairs_to_reach(t.confidence_pct)) + " kept " +
            t.unit + " would";
   }
-  std::string text = "it could detect only changes of " + fixed(*t.detectable_pct, 1) + "% (" +
-                     compact(kDetectionPower) + "% power at " + level + ")";
+  std::string size = *t.detectable_pct > 99999 ? ">99999" : fixed(*t.detectable_pct, 1);
+  std::string text = "it could detect only changes of " + size + "% (" + compact(kDetectionPower) +
+                     "% power at " + level + ")";
   if (t.unit == "runs")
     return text + ": the run-to-run noise is too large for this limit with " +
            std::to_string(t.baseline_runs) +
            " baseline runs; paired mode or a quieter runner would decide";
   double ratio = *t.detectable_pct / limit_pct;
-  auto needed = static_cast<long long>(std::ceil(t.n_now * ratio * ratio));
-  return text + "; about " + std::to_string(needed) + " " + t.unit +
-         " would decide (this run has " + std::to_string(t.n_now) + ")";
+  double needed = std::ceil(t.n_now * ratio * ratio);
+  // Past a million no count is a plan: the noise itself is the problem.
+  std::string count = needed > 1e6 ? "more than a million"
+                                   : "about " + std::to_string(static_cast<long long>(needed));
+  return text + "; " + count + " " + t.unit + " would decide (this run has " +
+         std::to_string(t.n_now) + ")";
 }
 
 void check_relative(const MetricDef& def, MetricCheck& c) {

@@ -92,7 +92,11 @@ TEST(RecipeCliTest, ThePullRequestRecipeSaysWhenItCannotDecide) {
                             {"PERFGATE_BASELINE_PORT", std::to_string(testing::unused_port())}},
                            dir.path(), 180);
   ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_EQ(testing::read_file(base_dir / "launches"), "13\n");  // a launch per pair
+  // A launch per pair: 13, and one more per disturbed pair measured again
+  // (paired.max_redos 3) on a busy machine.
+  int launches = std::stoi(testing::read_file(base_dir / "launches"));
+  EXPECT_GE(launches, 13);
+  EXPECT_LE(launches, 16);
   auto result = nlohmann::json::parse(testing::read_file(json));
   const auto& cost = result["metrics"]["service_cpu_us_per_request"];
   EXPECT_TRUE(cost["inconclusive"].get<bool>()) << cost;
