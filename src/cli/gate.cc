@@ -246,13 +246,15 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   BaselinePolicy policy{profile.baseline.window, profile.baseline.drift_window,
                         options.baseline_run};
   bool paired = !run->pair.empty();
-  auto selection =
-      paired ? paired_selection(store, *run, options) : select_baseline(store, query, policy);
+  // A paired run with paired.block above 1 was judged one value per launch.
+  int block = paired && profile.paired ? profile.paired->block : 1;
+  auto selection = paired ? paired_selection(store, *run, options, block)
+                          : select_baseline(store, query, policy);
   // A sequential run's every look had a share of alpha: it is judged again as
   // its last look was, not at the profile's whole confidence.
   auto plan = sequential_plan(profile);
   GateResult result =
-      judged(judging_profile(profile, plan), *run, stored_run_figures(*run), selection);
+      judged(judging_profile(profile, plan), *run, stored_run_figures(*run, block), selection);
   result.profile_source = source;
   result.run_id = run->id;
   result.recorded = true;

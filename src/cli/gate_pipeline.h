@@ -93,9 +93,10 @@ std::vector<std::string> preflight(const Profile& profile);
 /// Says what a paired run's busy host was, and why it does not make it inconclusive.
 void note_shared_load(const Saturation& saturation, std::vector<std::string>& notes);
 
-/// A stored paired run's baseline: its own other side.
+/// A stored paired run's baseline: its own other side, one value per launch
+/// when `block` (paired.block) is above 1.
 BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
-                                   const RunOptions& options);
+                                   const RunOptions& options, int block);
 
 /// Paired mode (paired_gate.cc).
 ExitStatus run_paired(const RunOptions& options, const Profile& profile, const EnvLookup& env,

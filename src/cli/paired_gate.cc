@@ -108,36 +108,16 @@ struct PairedLook {
   Judgement judgement;
 };
 
-// Pairs of one launch share its luck, so with paired.block above 1 the test
-// takes one value per launch and side: the figure (median) of its kept windows.
-// The summary stays the whole side's.
-RunFigures per_launch(const std::vector<Iteration>& iterations,
-                      const std::vector<std::optional<double>>& service_cpu_s, int block) {
-  RunFigures all = run_figures(iterations, service_cpu_s);
-  if (block <= 1) return all;
-  std::map<int, std::pair<std::vector<Iteration>, std::vector<std::optional<double>>>> launches;
-  for (size_t i = 0; i < iterations.size(); ++i) {
-    auto& launch = launches[iterations[i].index / block];
-    launch.first.push_back(iterations[i]);
-    launch.second.push_back(i < service_cpu_s.size() ? service_cpu_s[i] : std::nullopt);
-  }
-  all.values.clear();
-  for (const auto& [index, launch] : launches) {
-    RunFigures one = run_figures(launch.first, launch.second);
-    for (const auto& [key, values] : one.values)
-      if (!values.empty()) all.values[key].push_back(one.summary[key]);
-  }
-  return all;
-}
-
 PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const Profile& profile,
                        double confidence) {
   PairedLook look;
   int block = profile.paired->block;
-  look.now = per_launch(p.cand.iterations, service_cpu(m.candidate.windows), block);
+  // Pairs of one launch share its luck: with paired.block above 1 the test
+  // takes one value per launch and side.
+  look.now = per_launch_figures(p.cand.iterations, service_cpu(m.candidate.windows), block);
   look.selection.baseline = Baseline{{}, {}, {}};
   look.selection.baseline->sample.pooled =
-      per_launch(p.base.iterations, service_cpu(m.baseline.windows), block);
+      per_launch_figures(p.base.iterations, service_cpu(m.baseline.windows), block);
   look.selection.baseline->sample.paired = true;
   if (block > 1) look.selection.baseline->sample.paired_unit = "blocks";  // launches, not pairs
   look.judgement = judge(look.now, &look.selection.baseline->sample, profile.thresholds,
@@ -327,7 +307,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
 
 // A stored paired run is judged again against its own other side, as it was.
 BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
-                                   const RunOptions& options) {
+                                   const RunOptions& options, int block) {
   std::string name = "run " + std::to_string(run.id);
   auto partner = store.paired_partner(run);
   if (run.kind == "paired-baseline")
@@ -339,7 +319,8 @@ BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
   if (!partner) throw Error(name + " is paired, and its baseline side is no longer in the store");
   BaselineSelection selection;
   selection.baseline = Baseline{{partner->id}, {partner->ci.commit}, {}};
-  selection.baseline->sample.pooled = stored_run_figures(*partner);
+  selection.baseline->sample.pooled = stored_run_figures(*partner, block);
+  if (block > 1) selection.baseline->sample.paired_unit = "blocks";
   selection.baseline->sample.paired = true;
   return selection;
 }

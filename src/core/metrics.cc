@@ -140,4 +140,23 @@ RunFigures run_figures(const std::vector<Iteration>& iterations,
   return figures;
 }
 
+RunFigures per_launch_figures(const std::vector<Iteration>& iterations,
+                              const std::vector<std::optional<double>>& service_cpu_s, int block) {
+  RunFigures all = run_figures(iterations, service_cpu_s);
+  if (block <= 1) return all;
+  std::map<int, std::pair<std::vector<Iteration>, std::vector<std::optional<double>>>> launches;
+  for (size_t i = 0; i < iterations.size(); ++i) {
+    auto& launch = launches[iterations[i].index / block];
+    launch.first.push_back(iterations[i]);
+    launch.second.push_back(i < service_cpu_s.size() ? service_cpu_s[i] : std::nullopt);
+  }
+  all.values.clear();
+  for (const auto& [index, launch] : launches) {
+    RunFigures one = run_figures(launch.first, launch.second);
+    for (const auto& [key, values] : one.values)
+      if (!values.empty()) all.values[key].push_back(one.summary[key]);
+  }
+  return all;
+}
+
 }  // namespace perfgate

@@ -148,10 +148,10 @@ std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunR
   return out;
 }
 
-RunFigures stored_run_figures(const RunRecord& run) {
+RunFigures stored_run_figures(const RunRecord& run, int block) {
   std::vector<std::optional<double>> cpu(run.service_cpu_s.begin(), run.service_cpu_s.end());
   if (cpu.empty()) cpu = service_cpu_by_iteration(run.host_samples_json, run.iterations.size());
-  return run_figures(run.iterations, cpu);
+  return per_launch_figures(run.iterations, cpu, block);
 }
 
 Baseline pool_runs(const std::vector<RunRecord>& runs) {

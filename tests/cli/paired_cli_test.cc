@@ -132,6 +132,15 @@ TEST_F(PairedCliTest, BothServicesStartAnewForEveryPairOrEveryBlock) {
     EXPECT_EQ(test["unit"], block == 1 ? "pairs" : "blocks") << test;
     auto valid = testing::validate_result_json(json_);
     EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+    // compare judges the stored run again as it was judged: by launches.
+    auto again = perfgate({"compare", std::to_string(result["run_id"].get<int64_t>()), "--store",
+                           store_.string(), "--json", json_.string()},
+                          0, 0);
+    EXPECT_EQ(again.exit_code, r.exit_code) << again.out << again.err;
+    auto compared = json::parse(testing::read_file(json_));
+    auto judged = compared["metrics"]["throughput_rps"]["test"];
+    EXPECT_EQ(judged["n_now"], 6 / block) << judged;
+    EXPECT_EQ(judged["unit"], test["unit"]) << judged;
     fs::remove(store_);
   }
 }

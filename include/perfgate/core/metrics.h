@@ -71,6 +71,13 @@ struct RunFigures {
 RunFigures run_figures(const std::vector<Iteration>& iterations,
                        const std::vector<std::optional<double>>& service_cpu_s = {});
 
+/// run_figures() with one value per launch: iterations whose `index / block`
+/// agree ran on one launch of the service (paired.block), and their figure
+/// (median) is the launch's value. The summary stays the whole run's. block <= 1
+/// is run_figures() itself.
+RunFigures per_launch_figures(const std::vector<Iteration>& iterations,
+                              const std::vector<std::optional<double>>& service_cpu_s, int block);
+
 /// Limits on one metric. Relative limits are percentages of change in the
 /// regressing direction; absolute ones are in the metric's unit.
 struct Thresholds {

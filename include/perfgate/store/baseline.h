@@ -33,7 +33,7 @@ Baseline pool_runs(const std::vector<RunRecord>& runs);
 std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunRecord>& runs);
 
 /// A run's figures, with the service's cost from its stored samples.
-RunFigures stored_run_figures(const RunRecord& run);
+RunFigures stored_run_figures(const RunRecord& run, int block = 1);
 
 /// How to pick the baseline: the profile's `baseline` settings and the run flags.
 struct BaselinePolicy {
