@@ -42,6 +42,16 @@ TEST_P(ConsoleReportGoldenTest, MatchesGoldenFile) {
 INSTANTIATE_TEST_SUITE_P(Cases, ConsoleReportGoldenTest,
                          ::testing::ValuesIn(testing::report_cases()), testing::case_name);
 
+// An interval of a few noisy runs can reach absurd factors: past 99999 % the
+// report says "huge" and no more (the JSON keeps the number).
+TEST(ConsoleReportTest, AbsurdChangesArePrintedAsBounds) {
+  EXPECT_EQ(report::format_change(2.7e21), ">+99999%");
+  EXPECT_EQ(report::format_change(-1e6), "<-99999%");
+  EXPECT_EQ(report::format_change(12.34), "+12.3%");
+  EXPECT_EQ(report::level(100 - 5.0 / 3), "98.33");
+  EXPECT_EQ(report::level(95), "95");
+}
+
 TEST(ConsoleReportTest, EveryMetricIsARowAndUngatedOnesHaveNoVerdict) {
   GateResult r = testing::pass_result();
   auto table = table_of(console_report(r), r.checks.size());

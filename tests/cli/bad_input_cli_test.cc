@@ -180,6 +180,12 @@ const std::vector<BadCase>& cases() {
       {"bad_percent_threshold",
        with(R"("repeat")", R"("thresholds": { "throughput": { "warn": "lots" } }, "repeat")"),
        run_args(), "thresholds.throughput.warn"},
+      // Issue 26: one signal, two limits, twice the share of the false-fail budget.
+      {"reciprocal_cost_limits",
+       with(R"("repeat")",
+            R"("thresholds": { "service_cpu_per_request": { "fail": "8%" },
+                "requests_per_service_cpu": { "warn": "5%" } }, "repeat")"),
+       run_args(), "thresholds.requests_per_service_cpu: is the reciprocal"},
       {"missing_url", with(R"("url": "URL")", R"("method": "GET")"), run_args(), "target.url"},
       {"ftp_scheme", with("URL", "ftp://127.0.0.1/"), run_args(), "ftp"},
       {"file_scheme", with("URL", "file:///etc/passwd"), run_args(), "file"},

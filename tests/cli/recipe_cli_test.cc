@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "support/test_support.h"
 
@@ -84,7 +85,8 @@ TEST(RecipeCliTest, ThePullRequestRecipeSaysWhenItCannotDecide) {
       testing::perfgate_binary() + "' demo-server --port \"$PORT\" --work $w";
   auto r =
       testing::run_command({testing::perfgate_binary(), "run", "recipe:pr-paired", "--store",
-                            (dir / "perfgate.db").string(), "--json", json.string()},
+                            (dir / "perfgate.db").string(), "--json", json.string(), "--summary",
+                            (dir / "summary.md").string()},
                            {{"PERFGATE_SERVICE_COMMAND", command},
                             {"PERFGATE_CANDIDATE_DIR", cand_dir.string()},
                             {"PERFGATE_BASELINE_DIR", base_dir.string()},
@@ -104,6 +106,31 @@ TEST(RecipeCliTest, ThePullRequestRecipeSaysWhenItCannotDecide) {
   EXPECT_NE(r.out.find("inconclusive: service_cpu_us_per_request"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("it could detect only changes of"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pairs would decide"), std::string::npos) << r.out;
+  // The Markdown summary gives the same reason, not only a warn.
+  auto summary = testing::read_file(dir / "summary.md");
+  EXPECT_NE(summary.find("inconclusive: service_cpu_us_per_request"), std::string::npos) << summary;
+}
+
+// demo-server --launch-spread, the bench's launch effect: each start draws one
+// speed within the spread and says which.
+TEST(RecipeCliTest, TheDemoServerDrawsOneLaunchSpeedWithinItsSpread) {
+  for (int start = 0; start < 3; ++start) {
+    auto r = testing::run_command(
+        {"/bin/sh", "-c",
+         "timeout -s INT 2 \"$0\" demo-server --port 0 --work 10us --launch-spread 40; true",
+         testing::perfgate_binary()},
+        {}, {}, 30);
+    std::smatch m;
+    ASSERT_TRUE(
+        std::regex_search(r.err, m, std::regex(R"(launch speed: work and delays x ([0-9.]+))")))
+        << r.err;
+    double factor = std::stod(m[1]);
+    EXPECT_GE(factor, 0.6);
+    EXPECT_LE(factor, 1.4);
+  }
+  auto bad = testing::run_command(
+      {testing::perfgate_binary(), "demo-server", "--port", "0", "--launch-spread", "95"});
+  EXPECT_EQ(bad.exit_code, 3) << bad.err;
 }
 
 }  // namespace
