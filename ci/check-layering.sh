@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The stage map, enforced: a file in stage S (src/S/ or include/perfgate/S/)
 # includes only its own stage and the stages before it:
-#   core < profile < {load, host} < store < report < cli
+#   core < profile < {load, host} < store < report < gate < cli
 # load and host are siblings and include neither each other. A stage-private
 # header ("x.h", beside its sources) is included only from its own folder. The
 # value types (core) include no curl, SQLite, spdlog or JSON. Prints every
@@ -14,7 +14,7 @@ cd "$root"
 rank() {
   case "$1" in
     core) echo 0 ;; profile) echo 1 ;; load|host) echo 2 ;;
-    store) echo 3 ;; report) echo 4 ;; cli) echo 5 ;; *) echo -1 ;;
+    store) echo 3 ;; report) echo 4 ;; gate) echo 5 ;; cli) echo 6 ;; *) echo -1 ;;
   esac
 }
 
@@ -25,7 +25,7 @@ for dir in src/* include/perfgate/*; do
   [ -d "$dir" ] || continue
   stage=$(basename "$dir")
   own=$(rank "$stage")
-  if [ "$own" -lt 0 ]; then complain "$dir" "not a stage folder (core profile load host store report cli)"; continue; fi
+  if [ "$own" -lt 0 ]; then complain "$dir" "not a stage folder (core profile load host store report gate cli)"; continue; fi
   while IFS= read -r hit; do
     [ -n "$hit" ] || continue
     file=${hit%%:*}; rest=${hit#*:}; line=${rest%%:*}; inc=${rest#*:}
@@ -36,7 +36,7 @@ for dir in src/* include/perfgate/*; do
         theirs=$(rank "$to")
         if [ "$theirs" -lt 0 ]; then complain "$file:$line" "\"$inc\" is in no stage"
         elif [ "$to" != "$stage" ] && [ "$theirs" -ge "$own" ]; then
-          complain "$file:$line" "\"$inc\": stage $stage may not include stage $to (order: core < profile < load, host < store < report < cli)"
+          complain "$file:$line" "\"$inc\": stage $stage may not include stage $to (order: core < profile < load, host < store < report < gate < cli)"
         fi ;;
       */*) complain "$file:$line" "\"$inc\": a stage's private header is included only from its own folder" ;;
       *)

@@ -2,7 +2,7 @@
 // (cli/measurement.h): figures of whole windows, never of one short sample.
 #include <gtest/gtest.h>
 
-#include "cli/measurement.h"
+#include "gate/measurement.h"
 
 namespace perfgate {
 namespace {

@@ -42,6 +42,20 @@ TEST(LayeringTest, ABackwardIncludeFailsAndIsNamed) {
   EXPECT_NE(r.err.find("stage core may not include stage cli"), std::string::npos) << r.err;
 }
 
+// The gate (the run's pipeline) sits under the commands: a command may call it,
+// the pipeline never reaches back into a command.
+TEST(LayeringTest, TheGateIncludesNoCommandAndCommandsIncludeTheGate) {
+  TempDir tree;
+  plant(tree, "src/cli/run_command.cc", "#include \"perfgate/gate/gate.h\"\n");
+  EXPECT_EQ(check_tree(tree).exit_code, 0);
+  plant(tree, "src/gate/paired_gate.cc",
+        "#include \"perfgate/report/junit_report.h\"\n#include \"perfgate/cli/cli.h\"\n");
+  auto r = check_tree(tree);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("src/gate/paired_gate.cc:2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stage gate may not include stage cli"), std::string::npos) << r.err;
+}
+
 TEST(LayeringTest, SiblingStagesIncludeNeitherEachOther) {
   TempDir tree;
   plant(tree, "include/perfgate/load/native_engine.h",
@@ -54,11 +68,11 @@ TEST(LayeringTest, SiblingStagesIncludeNeitherEachOther) {
 TEST(LayeringTest, AnotherStagesPrivateHeaderFails) {
   TempDir tree;
   plant(tree, "src/report/html_report.cc", "#include \"store/sqlite_handle.h\"\n");
-  plant(tree, "src/cli/gate.cc", "#include \"measurement.h\"\n");  // not there
+  plant(tree, "src/gate/gate.cc", "#include \"measurement.h\"\n");  // not there
   auto r = check_tree(tree);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("src/report/html_report.cc:1"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("src/cli/gate.cc:1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("src/gate/gate.cc:1"), std::string::npos) << r.err;
 }
 
 TEST(LayeringTest, CoreUsesNoThirdPartyLibrary) {

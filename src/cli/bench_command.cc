@@ -5,12 +5,12 @@
 #include <iostream>
 #include <memory>
 
-#include "output_file.h"
 #include "perfgate/cli/command.h"
 #include "perfgate/core/checked.h"
 #include "perfgate/load/load_engine.h"
 #include "perfgate/report/bench_report.h"
 #include "perfgate/report/json_report.h"
+#include "perfgate/report/output_file.h"
 
 namespace perfgate {
 namespace {

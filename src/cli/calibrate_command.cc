@@ -8,13 +8,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "output_file.h"
 #include "perfgate/cli/command.h"
-#include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
+#include "perfgate/gate/gate.h"
+#include "perfgate/gate/store_access.h"
 #include "perfgate/host/placement.h"
+#include "perfgate/report/output_file.h"
 #include "perfgate/store/calibration.h"
-#include "store_access.h"
 
 namespace perfgate {
 namespace {

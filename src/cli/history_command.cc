@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/cli/command.h"
-#include "perfgate/cli/gate.h"
-#include "perfgate/cli/progress.h"
 #include "perfgate/core/error.h"
+#include "perfgate/gate/gate.h"
+#include "perfgate/gate/progress.h"
+#include "perfgate/gate/store_access.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/store_maintenance.h"
-#include "store_access.h"
 
 namespace perfgate {
 namespace {

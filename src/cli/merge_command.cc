@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "perfgate/cli/command.h"
-#include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
+#include "perfgate/gate/gate.h"
 
 namespace perfgate {
 namespace {

@@ -4,17 +4,17 @@
 #include <iostream>
 #include <memory>
 
-#include "output_file.h"
 #include "perfgate/cli/command.h"
-#include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
+#include "perfgate/gate/gate.h"
+#include "perfgate/gate/store_access.h"
 #include "perfgate/report/benchmark_export.h"
 #include "perfgate/report/chart_sample.h"
 #include "perfgate/report/html_report.h"
+#include "perfgate/report/output_file.h"
 #include "perfgate/store/baseline_store.h"
 #include "perfgate/store/store_maintenance.h"
 #include "perfgate/store/stored_run.h"
-#include "store_access.h"
 
 namespace perfgate {
 namespace {

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "perfgate/cli/command.h"
-#include "perfgate/cli/gate.h"
+#include "perfgate/gate/gate.h"
 
 namespace perfgate {
 

@@ -8,15 +8,15 @@
 
 #include <unistd.h>
 
-#include "output_file.h"
 #include "perfgate/cli/command.h"
-#include "perfgate/cli/gate.h"
 #include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/exit_status.h"
+#include "perfgate/gate/gate.h"
+#include "perfgate/gate/store_access.h"
+#include "perfgate/report/output_file.h"
 #include "perfgate/store/prune_policy.h"
 #include "perfgate/store/store_maintenance.h"
-#include "store_access.h"
 
 namespace perfgate {
 namespace {

@@ -352,7 +352,7 @@ TEST_F(SecretCliTest, BenchSendsHeadersAndPrintsNoneOfThem) {
 }
 
 // A password in the target URL is a secret too (curl sends it as
-// "Authorization: Basic"). DISABLED: src/cli/gate.cc copies profile.target.url
+// "Authorization: Basic"). DISABLED: src/gate/gate.cc copies profile.target.url
 // unredacted into the result (console, JUnit, JSON, Markdown) and into the
 // "cannot reach" error; enable once it uses the redacted URL.
 TEST_F(SecretCliTest, PasswordInTheUrlIsNotWritten) {

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "cli/gate_pipeline.h"
+#include "gate/gate_pipeline.h"
 
 namespace perfgate::testing {
 

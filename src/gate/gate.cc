@@ -1,4 +1,4 @@
-#include "perfgate/cli/gate.h"
+#include "perfgate/gate/gate.h"
 
 #include <spdlog/spdlog.h>
 
@@ -24,28 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// The baseline, chosen before the load so that a bad --baseline-run fails fast.
-BaselineSelection choose_baseline(const RunOptions& options, std::optional<BaselineStore>& store,
-                                  const Profile& profile, const CiContext& ci,
-                                  const HostFingerprint& host) {
-  if (!store) {
-    if (options.baseline_run)
-      throw Error("--baseline-run " + std::to_string(*options.baseline_run) + ": no store at " +
-                  options.store_path.string());
-    return {};
-  }
-  BaselineQuery query{profile.name, profile.hash, ci.baseline_branch,
-                      options.any_host ? "" : host.key()};
-  BaselinePolicy policy{profile.baseline.window, profile.baseline.drift_window,
-                        options.baseline_run};
-  auto selection = select_baseline(*store, query, policy);
-  if (selection.baseline)
-    spdlog::info("baseline: {} run(s) of branch {}, newest run {}",
-                 selection.baseline->run_ids.size(), ci.baseline_branch,
-                 selection.baseline->run_ids.front());
-  return selection;
-}
 
 GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures& now,
                   const BaselineSelection& selection) {
@@ -85,8 +63,46 @@ void warn_without_baseline(const RunOptions& options, const CiContext& ci, GateR
   }
 }
 
-// The gate proper, for a run measured here or merged from shards: judge it
-// against its baseline, then store it with its verdict.
+void write_file(const OutputGuard& guard, const fs::path& path, const char* flag,
+                const std::string& text) {
+  if (path.empty()) return;
+  guard.check(path, flag);
+  write_output_file(path, text);
+}
+
+// A stored-mode look at the whole measurement so far, its disturbed minority of
+// windows dropped (drop_disturbed_windows). Each look screens the unscreened
+// measurement afresh, so that drops never add up past half of it.
+MeasuredRun screened_run(const Profile& profile, Measurement m, GateRun& gate,
+                         const HostFingerprint& host, std::string& note) {
+  note = drop_disturbed_windows(m, profile.saturation);
+  if (!note.empty()) spdlog::info("load machine: {}", note);
+  return measured(profile, m, gate.partial().ci, host, gate.partial().started_at);
+}
+
+}  // namespace
+
+BaselineSelection choose_baseline(const RunOptions& options, std::optional<BaselineStore>& store,
+                                  const Profile& profile, const CiContext& ci,
+                                  const HostFingerprint& host) {
+  if (!store) {
+    if (options.baseline_run)
+      throw Error("--baseline-run " + std::to_string(*options.baseline_run) + ": no store at " +
+                  options.store_path.string());
+    return {};
+  }
+  BaselineQuery query{profile.name, profile.hash, ci.baseline_branch,
+                      options.any_host ? "" : host.key()};
+  BaselinePolicy policy{profile.baseline.window, profile.baseline.drift_window,
+                        options.baseline_run};
+  auto selection = select_baseline(*store, query, policy);
+  if (selection.baseline)
+    spdlog::info("baseline: {} run(s) of branch {}, newest run {}",
+                 selection.baseline->run_ids.size(), ci.baseline_branch,
+                 selection.baseline->run_ids.front());
+  return selection;
+}
+
 GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStore>& store,
                            const Profile& profile, const BaselineSelection& selection,
                            RunRecord rec, const RunFigures& now) {
@@ -111,69 +127,6 @@ std::optional<WallTime> start_time(const RunOptions& options) {
   if (options.start_at.empty()) return std::nullopt;
   return parse_start_at(options.start_at);
 }
-
-void write_file(const OutputGuard& guard, const fs::path& path, const char* flag,
-                const std::string& text) {
-  if (path.empty()) return;
-  guard.check(path, flag);
-  write_output_file(path, text);
-}
-
-// `run --shard I/N`: this machine's share of the load, measured and written for
-// `perfgate merge`, not judged: a share says nothing against the whole
-// profile's baseline. Nothing is stored; the merged run is.
-ExitStatus run_shard(const RunOptions& options, const Profile& whole, const EnvLookup& env,
-                     std::ostream& out, const std::atomic<bool>& stop, const Measurer& measurer) {
-  ShardSpec spec = *options.shard;
-  if (options.json_path.empty())
-    throw Error("--shard " + spec.text() + ": needs --json PATH, the file perfgate merge reads");
-  Profile profile = shard_profile(whole, spec);
-  GateRun gate(options, &profile, env);
-  return gate.guarded([&] {
-    auto started = Clock::now();
-    auto start_at = start_time(options);
-    gate.check_outputs();
-    auto host = placed_host(measurer, profile);
-    Measurement m = measurer.load(profile, stop, start_at);
-    gate.loaded(m.load);
-    if (m.aborted) throw Error("interrupted by a signal; the service was stopped");
-    auto run = measured(profile, m, gate.partial().ci, host, gate.partial().started_at);
-    auto judgement = judge(run.figures, nullptr, {}, run.record.saturation,
-                           {profile.baseline.confidence}, nullptr);
-    GateResult r = assemble(profile, run.record, judgement, {});
-    r.verdict = Verdict::kPass;  // measured; perfgate merge gives the verdict
-    r.exit_code = ExitStatus::kPass;
-    r.host_summary = run.host_summary;
-    r.duration_s = to_seconds(Clock::now() - started);
-    r.notes.push_back("shard " + spec.text() + ": measured, not judged or stored; perfgate merge " +
-                      "judges the shards together");
-    r.in_flight_at_end = run.in_flight_at_end;
-    r.shard = ShardFile{spec,       run.measured_from_ms, run.measured_to_ms,
-                        run.record, run.in_flight_at_end, options.json_path.string()};
-    gate.write(r, out);
-    return r.exit_code;
-  });
-}
-
-// A stored-mode look at the whole measurement so far, its disturbed minority of
-// windows dropped (drop_disturbed_windows). Each look screens the unscreened
-// measurement afresh, so that drops never add up past half of it.
-MeasuredRun screened_run(const Profile& profile, Measurement m, GateRun& gate,
-                         const HostFingerprint& host, std::string& note) {
-  note = drop_disturbed_windows(m, profile.saturation);
-  if (!note.empty()) spdlog::info("load machine: {}", note);
-  return measured(profile, m, gate.partial().ci, host, gate.partial().started_at);
-}
-
-// The merged shards' profile, with the hash of the text it was written in.
-Profile merged_profile(const MergedShards& merged) {
-  std::string source = merged.shards.front().source;
-  if (merged.shards.size() > 1)
-    source += " and " + std::to_string(merged.shards.size() - 1) + " more shards";
-  return stored_profile(merged.run, source);
-}
-
-}  // namespace
 
 void write_reports(const RunOptions& options, const OutputGuard& guard, const GateResult& r,
                    std::ostream* out) {
@@ -330,39 +283,6 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     result.host_summary.doctor_warnings = doctor_warnings;
     result.in_flight_at_end = run.in_flight_at_end;
     result.duration_s = to_seconds(Clock::now() - started);
-    gate.write(result, out);
-    return result.exit_code;
-  });
-}
-
-ExitStatus merge_gate(const RunOptions& options, const std::vector<fs::path>& shard_paths,
-                      const EnvLookup& env, std::ostream& out) {
-  GateRun gate(options, nullptr, env);
-  for (const auto& path : shard_paths) gate.guard().input(path, "a shard");
-  return gate.guarded([&] {
-    gate.check_outputs();
-    std::vector<ShardFile> files;
-    for (const auto& path : shard_paths) files.push_back(read_shard_file(path));
-    auto merged = merge_shards(std::move(files));
-    RunRecord& rec = merged.run;
-    gate.partial().profile_name = rec.profile_name;
-    gate.partial().profile_hash = rec.profile_hash;
-    Profile profile = merged_profile(merged);
-    // The merge job's CI context, where it has one; the shards' where it has not.
-    CiContext ci = gate.partial().ci;
-    if (ci.commit.empty()) ci.commit = rec.ci.commit;
-    if (ci.pipeline_id.empty()) ci.pipeline_id = rec.ci.pipeline_id;
-    rec.ci = ci;
-    auto store = open_store(options);
-    auto selection = choose_baseline(options, store, profile, ci, rec.host);
-    GateResult result =
-        judge_and_store(options, store, profile, selection, rec, stored_run_figures(rec));
-    result.notes.insert(result.notes.end(), merged.notes.begin(), merged.notes.end());
-    result.shards = merged.shards;
-    result.in_flight_at_end = merged.in_flight_at_end;
-    for (const auto& s : merged.shards)
-      result.duration_s =
-          std::max(result.duration_s, (s.measured_to_ms - s.measured_from_ms) / 1e3);
     gate.write(result, out);
     return result.exit_code;
   });

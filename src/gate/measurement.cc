@@ -13,7 +13,7 @@
 #include <memory>
 #include <thread>
 
-#include "perfgate/cli/progress.h"
+#include "perfgate/gate/progress.h"
 #include "perfgate/host/placement.h"
 #include "perfgate/host/saturation.h"
 #include "perfgate/host/service_discovery.h"

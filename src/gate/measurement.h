@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to the CLI stage: the load of a run with its service around it and
+// Internal to the gate stage: the load of a run with its service around it and
 // the host watched meanwhile, before anything is judged. `run`, `calibrate`,
 // shards and paired runs all measure through here.
 

@@ -1,9 +1,9 @@
 #pragma once
 
-// Internal to the CLI stage: the stages of the gate that its variants share.
-// run_gate (gate.cc) is the pipeline; a shard, a paired run (paired_gate.cc), a
-// merge and a compare differ only in how they measure, what they judge
-// against and where the result goes.
+// Internal to the gate stage: the steps of the gate that its variants share.
+// run_gate (gate.cc) is the pipeline; a shard and a merge (shard_gate.cc), a
+// paired run (paired_gate.cc) and a compare differ only in how they measure,
+// what they judge against and where the result goes.
 
 #include <atomic>
 #include <chrono>
@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "measurement.h"
-#include "output_file.h"
-#include "perfgate/cli/gate.h"
 #include "perfgate/core/error.h"
+#include "perfgate/gate/gate.h"
 #include "perfgate/host/host_fingerprint.h"
 #include "perfgate/host/placement.h"
+#include "perfgate/report/output_file.h"
 #include "perfgate/store/baseline.h"
 
 namespace perfgate {
@@ -97,6 +97,25 @@ void note_shared_load(const Saturation& saturation, std::vector<std::string>& no
 /// when `block` (paired.block) is above 1.
 BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
                                    const RunOptions& options, int block);
+
+/// The baseline, chosen before the load so that a bad --baseline-run fails fast.
+BaselineSelection choose_baseline(const RunOptions& options, std::optional<BaselineStore>& store,
+                                  const Profile& profile, const CiContext& ci,
+                                  const HostFingerprint& host);
+
+/// The gate proper, for a run measured here or merged from shards: judges it
+/// against its baseline, then stores it with its verdict (unless --no-record).
+GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStore>& store,
+                           const Profile& profile, const BaselineSelection& selection,
+                           RunRecord rec, const RunFigures& now);
+
+/// --start-at, when given.
+std::optional<WallTime> start_time(const RunOptions& options);
+
+/// `run --shard I/N` (shard_gate.cc): this machine's share, measured and written
+/// for `perfgate merge`, not judged or stored.
+ExitStatus run_shard(const RunOptions& options, const Profile& whole, const EnvLookup& env,
+                     std::ostream& out, const std::atomic<bool>& stop, const Measurer& measurer);
 
 /// Paired mode (paired_gate.cc).
 ExitStatus run_paired(const RunOptions& options, const Profile& profile, const EnvLookup& env,

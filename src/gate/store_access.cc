@@ -1,4 +1,4 @@
-#include "store_access.h"
+#include "perfgate/gate/store_access.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "output_file.h"
 #include "perfgate/core/error.h"
+#include "perfgate/report/output_file.h"
 
 namespace perfgate {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to the CLI stage: a run that measures more while its verdict is
+// Internal to the gate stage: a run that measures more while its verdict is
 // still undecided (`repeat.max_count`, core/sequential.h), in stored-baseline
 // and paired mode alike. Extensions go through the Measurer, batch by batch.
 

@@ -1,4 +1,4 @@
-#include "perfgate/cli/progress.h"
+#include "perfgate/gate/progress.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "output_file.h"
+#include "perfgate/report/output_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

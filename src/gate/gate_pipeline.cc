@@ -4,8 +4,8 @@
 
 #include <ctime>
 
+#include "perfgate/gate/store_access.h"
 #include "perfgate/host/doctor.h"
-#include "store_access.h"
 
 namespace perfgate {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to the CLI stage: how commands find and open the baseline store.
+// How the gate and the commands find and open the baseline store.
 
 #include <filesystem>
 

@@ -1,8 +1,8 @@
 #pragma once
 
-// Internal to the CLI stage: every file perfgate writes (reports, exports,
-// shard results) goes through here, so that none replaces the store or an input,
-// and none is ever left half-written.
+// Every file perfgate writes (reports, exports, shard results) goes through
+// here, so that none replaces the store or an input, and none is ever left
+// half-written.
 
 #include <filesystem>
 #include <functional>

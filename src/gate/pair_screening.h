@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to the CLI stage: the pairs of a paired run that may vote. A pair
+// Internal to the gate stage: the pairs of a paired run that may vote. A pair
 // whose two windows the sampler saw differently disturbed (a neighbour's burst
 // on one side only, steal on one side, a stalled window) measures the burst,
 // not the builds: it is dropped and, within a bound, measured again.
