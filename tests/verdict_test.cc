@@ -472,6 +472,48 @@ TEST(VerdictTest, AnErrorRateMaxFailsOnlyWhenSurelyPast) {
   EXPECT_EQ(judge(far, nullptr, t, {}).verdict, Verdict::kFail);
 }
 
+// A p99 of windows with 5 responses beyond it each is the slowest few requests:
+// its relative limits are not judged, whichever way it moved, and the line says
+// what would make it judgeable. With enough responses the same figures are judged.
+TEST(VerdictTest, AQuantileOfTooFewResponsesIsNotJudged) {
+  auto base = baseline(1000, 10);
+  for (double p99 : {10.0, 30.0}) {
+    auto now = figures(1000, p99);
+    now.unit_responses.assign(8, 500);  // 5 beyond the p99 a window
+    auto j = judge(now, &base, limits(), {});
+    const auto& c = check(j, "latency_p99_ms");
+    EXPECT_EQ(c.verdict, Verdict::kWarn) << c.message;
+    EXPECT_TRUE(c.inconclusive);
+    EXPECT_NE(c.message.find("rests on 5.0 responses beyond it a window (of 500); judging it "
+                             "needs 10, 1000 responses a window"),
+              std::string::npos)
+        << c.message;
+    now.unit_responses.assign(8, 1000);
+    EXPECT_EQ(check(judge(now, &base, limits(), {}), "latency_p99_ms").verdict,
+              p99 > 10 ? Verdict::kFail : Verdict::kPass);
+  }
+  // An absolute limit still holds on a thin tail: 60 ms is past the 50 ms max.
+  auto now = figures(1000, 60);
+  now.unit_responses.assign(8, 500);
+  auto j = judge(now, &base, limits(), {});
+  const auto& c = check(j, "latency_p99_ms");
+  EXPECT_EQ(c.verdict, Verdict::kFail) << c.message;
+  EXPECT_FALSE(c.inconclusive);
+}
+
+// Run-level tests rest on the whole run: 8 windows of 200 responses make 16
+// responses beyond the run's p99, enough, where one window's 2 would not be.
+TEST(VerdictTest, ARunLevelTestCountsTheWholeRunsTail) {
+  auto base = baseline(1000, 10, 0, 5, 0.01);
+  auto now = figures(1000, 10);
+  now.unit_responses.assign(8, 200);
+  auto j = judge(now, &base, limits(), {});
+  const auto& c = check(j, "latency_p99_ms");
+  ASSERT_TRUE(c.test);
+  EXPECT_EQ(c.test->unit, "runs");
+  EXPECT_FALSE(c.inconclusive) << c.message;
+}
+
 TEST(VerdictTest, ExitCodesAndOrdering) {
   EXPECT_EQ(to_int(exit_status_of(Verdict::kPass)), 0);
   EXPECT_EQ(to_int(exit_status_of(Verdict::kFail)), 1);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace perfgate {
 namespace {
@@ -37,11 +38,11 @@ double error_rate(const Iteration& it) {
 
 constexpr std::array<MetricDef, 8> kMetrics = {{
     {"throughput_rps", "throughput", "req/s", Better::kHigher, throughput},
-    {"latency_p50_ms", "latency_p50", "ms", Better::kLower, p50},
-    {"latency_p75_ms", "latency_p75", "ms", Better::kLower, p75},
-    {"latency_p90_ms", "latency_p90", "ms", Better::kLower, p90},
-    {"latency_p99_ms", "latency_p99", "ms", Better::kLower, p99},
-    {"latency_p999_ms", "latency_p999", "ms", Better::kLower, p999},
+    {"latency_p50_ms", "latency_p50", "ms", Better::kLower, p50, Aggregate::kPooled, 50},
+    {"latency_p75_ms", "latency_p75", "ms", Better::kLower, p75, Aggregate::kPooled, 75},
+    {"latency_p90_ms", "latency_p90", "ms", Better::kLower, p90, Aggregate::kPooled, 90},
+    {"latency_p99_ms", "latency_p99", "ms", Better::kLower, p99, Aggregate::kPooled, 99},
+    {"latency_p999_ms", "latency_p999", "ms", Better::kLower, p999, Aggregate::kPooled, 99.9},
     {"latency_max_ms", "latency_max", "ms", Better::kLower, max_latency, Aggregate::kMax},
     {"error_rate_pct", "error_rate", "%", Better::kLower, error_rate},
 }};
@@ -83,11 +84,37 @@ std::vector<double> kept_values(const std::vector<Iteration>& iterations, const 
   return out;
 }
 
+namespace {
+
+// The kept iterations' latencies as one histogram: a quantile of the whole
+// run (or launch), not the median of the windows' quantiles, which would take
+// a window's tail for the run's.
+LatencyHistogram kept_latency(const std::vector<Iteration>& iterations) {
+  LatencyHistogram all;
+  for (const auto& it : iterations)
+    if (!it.discarded) all.merge(it.stats.latency);
+  return all;
+}
+
+double pooled_or_aggregate(const MetricDef& def, const std::vector<double>& values,
+                           const LatencyHistogram& latency) {
+  if (def.aggregate != Aggregate::kPooled || values.empty()) return aggregate(def, values);
+  return static_cast<double>(latency.percentile_ns(def.percentile)) / 1e6;
+}
+
+}  // namespace
+
 MetricSet summarize(const std::vector<Iteration>& iterations) {
   MetricSet out;
+  auto latency = kept_latency(iterations);
   for (const auto& def : kMetrics)
-    out[std::string(def.key)] = aggregate(def, kept_values(iterations, def));
+    out[std::string(def.key)] = pooled_or_aggregate(def, kept_values(iterations, def), latency);
   return out;
+}
+
+double tail_responses(const MetricDef& def, double responses) {
+  if (def.aggregate != Aggregate::kPooled) return std::numeric_limits<double>::infinity();
+  return responses * (100 - def.percentile) / 100;
 }
 
 namespace {
@@ -130,12 +157,14 @@ RunFigures run_figures(const std::vector<Iteration>& iterations,
     figures.values["service_cpu_us_per_request"] = std::move(cost.us_per_request);
     figures.values["requests_per_service_cpu_s"] = std::move(cost.requests_per_cpu_s);
   }
+  auto latency = kept_latency(iterations);
   for (const auto& [key, values] : figures.values)
-    figures.summary[key] = aggregate(*find_metric(key), values);
+    figures.summary[key] = pooled_or_aggregate(*find_metric(key), values, latency);
   for (const auto& it : iterations) {
     if (it.discarded) continue;
     figures.attempts += it.stats.attempts();
     figures.failures += it.stats.errors.total() + it.stats.statuses.failed();
+    figures.unit_responses.push_back(it.stats.responses);
   }
   return figures;
 }
@@ -151,10 +180,14 @@ RunFigures per_launch_figures(const std::vector<Iteration>& iterations,
     launch.second.push_back(i < service_cpu_s.size() ? service_cpu_s[i] : std::nullopt);
   }
   all.values.clear();
+  all.unit_responses.clear();
   for (const auto& [index, launch] : launches) {
     RunFigures one = run_figures(launch.first, launch.second);
     for (const auto& [key, values] : one.values)
       if (!values.empty()) all.values[key].push_back(one.summary[key]);
+    std::uint64_t responses = 0;
+    for (auto n : one.unit_responses) responses += n;
+    if (!one.unit_responses.empty()) all.unit_responses.push_back(responses);
   }
   return all;
 }

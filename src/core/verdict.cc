@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <stdexcept>
 
 #include "perfgate/core/statistics.h"
@@ -271,6 +272,32 @@ void check_power(const MetricDef& def, MetricCheck& c) {
               why_inconclusive(*c.test, *limit);
 }
 
+// A quantile of too few responses is the slowest few requests, moved by any one
+// of them: its relative limits are not judged, pass or fail, and the run says
+// what would make them judgeable (an absolute limit still holds). The unit is
+// the test's: a window (or a pair's window), a launch, or the whole run for
+// run-level tests. True when the tail is too thin to judge.
+bool thin_tail(const MetricDef& def, const RunFigures& now, MetricCheck& c) {
+  if (!c.test || def.aggregate != Aggregate::kPooled || now.unit_responses.empty()) return false;
+  if (!c.thresholds.warn_pct && !c.thresholds.fail_pct) return false;
+  std::vector<double> units(now.unit_responses.begin(), now.unit_responses.end());
+  bool whole_run = c.test->unit == "runs";
+  double responses = whole_run ? std::accumulate(units.begin(), units.end(), 0.0) : median(units);
+  double tail = tail_responses(def, responses);
+  if (tail >= kMinTailResponses) return false;
+  if (c.verdict != Verdict::kPass) return true;  // an absolute limit already spoke
+  std::string unit = whole_run ? "run" : c.test->unit == "blocks" ? "launch" : "window";
+  double needed = std::ceil(kMinTailResponses * 100 / (100 - def.percentile));
+  c.verdict = Verdict::kWarn;
+  c.inconclusive = true;
+  c.message = "inconclusive: " + std::string(def.key) + " " + signed_pct(*c.change_pct) +
+              " rests on " + fixed(tail, 1) + " responses beyond it a " + unit + " (of " +
+              fixed(responses, 0) + "); judging it needs " + compact(kMinTailResponses) + ", " +
+              fixed(needed, 0) + " responses a " + unit +
+              ": longer windows or more load would decide";
+  return true;
+}
+
 std::string pass_message(const MetricDef& def, const MetricCheck& c, double confidence) {
   std::string text = std::string(def.key) + " " + with_unit(c.value, def.unit);
   if (c.change_pct)
@@ -316,8 +343,10 @@ MetricCheck check_metric(const MetricDef& def, const RunFigures& now,
   MetricCheck c = measure_metric(def, now, baseline, limits, confidence);
   if (!c.gated) return c;
   check_absolute(def, now, nominal, c);
-  check_relative(def, c);
-  check_power(def, c);
+  if (!thin_tail(def, now, c)) {
+    check_relative(def, c);
+    check_power(def, c);
+  }
   if (c.message.empty()) c.message = pass_message(def, c, confidence);
   return c;
 }

@@ -168,12 +168,13 @@ Baseline pool_runs(const std::vector<RunRecord>& runs) {
     }
   }
   // A maximum over five runs would be higher than any one run's: the typical
-  // run's maximum is the fair figure to hold one run against.
+  // run's maximum is the fair figure to hold one run against. So is the typical
+  // run's quantile (each of its merged histogram), as this run's is one run's.
   for (const auto& [key, values] : b.sample.pooled.values) {
     const MetricDef& def = *find_metric(key);
-    b.sample.pooled.summary[key] = def.aggregate == Aggregate::kMax
-                                       ? median(b.sample.run_figures.at(key))
-                                       : aggregate(def, values);
+    b.sample.pooled.summary[key] = def.aggregate == Aggregate::kMedian
+                                       ? aggregate(def, values)
+                                       : median(b.sample.run_figures.at(key));
   }
   return b;
 }

@@ -21,7 +21,7 @@ using testing::TempDir;
 constexpr const char* kProfile = R"({
   "name": "history-test",
   "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
-  "load": { "threads": 1, "connections": 8, "duration": "300ms", "warmup": "100ms" },
+  "load": { "threads": 1, "connections": 48, "duration": "300ms", "warmup": "100ms" },
   "repeat": { "count": 6, "discard": 1 },
   "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
                   "steal": "100%", "memory_available": "0%" },

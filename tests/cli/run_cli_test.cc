@@ -27,7 +27,7 @@ std::string profile_text(const std::string& extra_thresholds = "") {
   return R"({
   "name": "cli-test",
   "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
-  "load": { "threads": 1, "connections": 8, "duration": "300ms", "warmup": "100ms" },
+  "load": { "threads": 1, "connections": 48, "duration": "300ms", "warmup": "100ms" },
   "repeat": { "count": 6, "discard": 1 },
   // The test's own demo server is not started by perfgate, so its CPU would
   // count as foreign: these tests are about the gate, saturation has its own.
@@ -85,9 +85,16 @@ TEST_F(RunCliTest, SlowedServerFailsAndNamesTheMetric) {
   DemoServerProcess slow({"--delay", "60ms", "--delay-every", "1"});
   auto r = run(slow.port());
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("latency_p99_ms"), std::string::npos);
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("latency_p99_ms.*fail")));
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("throughput_rps.*fail")));
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("throughput_rps.*fail"))) << r.out;
+  // Six times slower, 48 connections make 240 responses a 300 ms window: 2.4
+  // beyond the p99, too few to judge it (docs/statistics.md), so the p99 is
+  // reported and says why it is not judged, while throughput fails the run.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("latency_p99_ms.*warn"))) << r.out;
+  EXPECT_NE(r.out.find("latency_p99_ms +"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("rests on [0-9.]+ responses beyond it a window \\(of [0-9]+\\); "
+                        "judging it needs 10, 1000 responses a window")))
+      << r.out;
 }
 
 TEST_F(RunCliTest, ErrorInjectingServerFailsOnErrorRate) {
@@ -119,7 +126,7 @@ TEST_F(RunCliTest, UnreachableTargetDoesNotTouchAnExistingStore) {
 
 TEST_F(RunCliTest, MalformedProfileExits3NamingKeyAndLine) {
   auto text = profile_text();
-  text.replace(text.find("\"connections\": 8"), 16, "\"connections\": \"ten\"");
+  text.replace(text.find("\"connections\": 48"), 17, "\"connections\": \"ten\"");
   testing::write_file(profile_, text);
   auto r = run(1);
   EXPECT_EQ(r.exit_code, 3);

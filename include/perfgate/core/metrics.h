@@ -18,7 +18,12 @@ enum class Better { kHigher, kLower };
 enum class Aggregate {
   kMedian,  // resists one disturbed iteration, where a mean would not
   kMax,     // latency_max: the worst seen is the honest figure
+  kPooled,  // a latency quantile: of the kept iterations' merged histogram
 };
+
+/// A quantile resting on fewer responses beyond it than this is one of the few
+/// slowest requests, moved by any one of them: it is reported, never judged.
+inline constexpr double kMinTailResponses = 10;
 
 /// One gated figure of a run. The key is the contract's name in the JSON result
 /// (`throughput_rps`); the threshold key is the profile's (`throughput`).
@@ -29,6 +34,7 @@ struct MetricDef {
   Better better;
   double (*of)(const Iteration&);  // nullptr for host-derived metrics
   Aggregate aggregate = Aggregate::kMedian;
+  double percentile = 0;  // kPooled: the quantile, in percent
 };
 
 /// The contract's metrics, in report order.
@@ -44,7 +50,8 @@ const MetricDef* find_metric(std::string_view key);
 /// Metric key -> value.
 using MetricSet = std::map<std::string, double, std::less<>>;
 
-/// Per metric, its aggregate (median, or max for latency_max) over the kept iterations.
+/// Per metric, its aggregate over the kept iterations: the median, the max for
+/// latency_max, a quantile of the merged histogram for the latency quantiles.
 MetricSet summarize(const std::vector<Iteration>& iterations);
 /// The per-iteration values of one metric over the kept iterations, in order.
 std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def);
@@ -52,8 +59,13 @@ std::vector<double> kept_values(const std::vector<Iteration>& iterations, const 
 double median(std::vector<double> values);
 
 /// A metric's figure from its per-iteration values: the median, or the maximum
-/// for kMax metrics; 0 for no values.
+/// for kMax metrics; 0 for no values. A kPooled quantile has no histogram here:
+/// the median of the values stands in (a baseline's runs, say).
 double aggregate(const MetricDef& def, const std::vector<double>& values);
+
+/// The responses beyond `def`'s quantile in a unit of `responses` responses
+/// (infinite for a metric that is no quantile).
+double tail_responses(const MetricDef& def, double responses);
 
 /// One run's figures with the per-iteration values behind them: the verdict
 /// tests a change against the spread of these values, not just the figures.
@@ -64,6 +76,9 @@ struct RunFigures {
   /// error-rate limit is judged on their binomial bound, not on the point rate.
   std::uint64_t attempts = 0;
   std::uint64_t failures = 0;
+  /// Responses of each unit behind `values` (a kept iteration, or a launch):
+  /// what a quantile of one unit rests on.
+  std::vector<std::uint64_t> unit_responses{};
 };
 
 /// The run's figures: metric_defs() from the iterations, plus the service's cost
@@ -73,8 +88,8 @@ RunFigures run_figures(const std::vector<Iteration>& iterations,
 
 /// run_figures() with one value per launch: iterations whose `index / block`
 /// agree ran on one launch of the service (paired.block), and their figure
-/// (median) is the launch's value. The summary stays the whole run's. block <= 1
-/// is run_figures() itself.
+/// (the median; a quantile of their merged histogram) is the launch's value. The summary stays the
+/// whole run's. block <= 1 is run_figures() itself.
 RunFigures per_launch_figures(const std::vector<Iteration>& iterations,
                               const std::vector<std::optional<double>>& service_cpu_s, int block);
 
