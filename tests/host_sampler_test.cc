@@ -145,6 +145,62 @@ TEST(HostSamplerTest, CompanionCpuIsNotForeign) {
   EXPECT_NEAR(s.foreign_cpu_pct, 13.0, 1e-9);
 }
 
+ProcStat task(pid_t tid, int cpu, uint64_t ticks) {
+  ProcStat t;
+  t.pid = tid;
+  t.processor = cpu;
+  t.utime_ticks = ticks;
+  return t;
+}
+
+// Two snapshots a second apart: load thread 101 busy on `load_cpu`, the
+// sampler (102) on CPU 1, the service's thread 200 on `service_cpu` with
+// `service_ticks` more CPU ticks than before.
+HostSample placed(int load_cpu, int service_cpu, uint64_t service_ticks) {
+  HostSnapshot a, b;
+  b.at = a.at + std::chrono::seconds(1);
+  a.own_threads = {task(101, load_cpu, 10), task(102, 1, 5)};
+  b.own_threads = {task(101, load_cpu, 40), task(102, 1, 6)};
+  a.service_threads = {task(200, service_cpu, 10)};
+  b.service_threads = {task(200, service_cpu, 10 + service_ticks)};
+  return diff_snapshots(a, b, 100.0, 102);
+}
+
+TEST(HostSamplerTest, SharedCpuWhenBusyLoadAndServiceThreadsLastRanOnOne) {
+  EXPECT_EQ(placed(0, 0, 20).shared_cpu, std::optional<bool>(true));
+  // The sampler's CPU is not the load's: 102, busy on CPU 1, sits beside the service.
+  EXPECT_EQ(placed(0, 1, 20).shared_cpu, std::optional<bool>(false));
+  // An idle service thread says nothing about where the service runs.
+  EXPECT_FALSE(placed(0, 0, 0).shared_cpu);
+  HostSnapshot a, b;  // no service threads known (a remote service, a cgroup watch)
+  a.own_threads = {task(101, 0, 1)};
+  b.own_threads = {task(101, 0, 9)};
+  EXPECT_FALSE(diff_snapshots(a, b, 100.0).shared_cpu);
+}
+
+TEST(HostSamplerTest, WindowSharedCpuIsTheShareOfSamplesThatCouldTell) {
+  auto t0 = SteadyClock::time_point{} + std::chrono::seconds(10);
+  std::vector<HostSample> samples;
+  for (int i = 0; i < 4; ++i) {
+    auto s = vm_sample(t0 + std::chrono::seconds(i));
+    s.shared_cpu = i == 0   ? std::optional<bool>(true)
+                   : i == 3 ? std::optional<bool>()
+                            : std::optional<bool>(false);
+    samples.push_back(s);
+  }
+  TimeWindow all{t0, t0 + std::chrono::seconds(4)};
+  auto sum = summarize_window(samples, all, 0);
+  ASSERT_TRUE(sum.shared_cpu_pct);
+  EXPECT_NEAR(*sum.shared_cpu_pct, 100.0 / 3, 1e-9);  // 1 of the 3 that could tell
+  EXPECT_STREQ(placement_class(*sum.shared_cpu_pct), "mixed");
+  EXPECT_STREQ(placement_class(12), "apart");
+  for (auto& s : samples) s.shared_cpu.reset();
+  EXPECT_FALSE(summarize_window(samples, all, 0).shared_cpu_pct);
+  // The store keeps it per window.
+  auto doc = nlohmann::json::parse(host_samples_json({sum}, samples, t0, 4));
+  EXPECT_TRUE(doc["windows"][0].contains("shared_cpu_pct"));
+}
+
 TEST(HostSamplerTest, WindowTakesSamplesByMidpoint) {
   auto t0 = SteadyClock::time_point{} + std::chrono::seconds(10);
   std::vector<HostSample> samples;

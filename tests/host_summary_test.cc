@@ -71,5 +71,19 @@ TEST(HostSummary, DiscardedWindowsAndUnsampledOnesDoNotCount) {
   EXPECT_FALSE(h.service_cpu_us_per_request);
 }
 
+// The run's placement figure weighs each kept window by its samples, and
+// windows that could not tell (no busy service thread seen) do not count.
+TEST(HostSummary, SharedCpuIsSampleWeightedOverWindowsThatCouldTell) {
+  auto m = side({window(50, 60, 1, 0), window(50, 60, 1, 0), window(50, 60, 1, 0)});
+  m.windows[0].shared_cpu_pct = 10;
+  m.windows[1].shared_cpu_pct = 40;
+  m.windows[1].samples = 8;
+  auto h = host_summary(m, {});
+  ASSERT_TRUE(h.shared_cpu_pct);
+  EXPECT_DOUBLE_EQ(*h.shared_cpu_pct, (10 * 4 + 40 * 8) / 12.0);
+  for (auto& w : m.windows) w.shared_cpu_pct.reset();
+  EXPECT_FALSE(host_summary(m, {}).shared_cpu_pct);
+}
+
 }  // namespace
 }  // namespace perfgate

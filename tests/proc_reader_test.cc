@@ -101,6 +101,18 @@ TEST(ProcReaderTest, CommWithParenthesesAndSpaces) {
   EXPECT_FALSE(parse_proc_stat("garbage"));
 }
 
+// Field 39 says which CPU a task last ran on: the sampler's placement figure.
+TEST(ProcReaderTest, ProcessorIsFieldThirtyNine) {
+  auto s = parse_proc_stat(
+      "101 (perfgate) S 1 101 101 0 -1 4194560 100 0 0 0 200 20 0 0 20 0 1 0 500 10000000 500 "
+      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->processor, 1);
+  auto old_kernel = parse_proc_stat("7 (short) R 2 7 7 0 -1 0 0 0 0 0 11 4 0 0 20 0 1 0");
+  ASSERT_TRUE(old_kernel);
+  EXPECT_EQ(old_kernel->processor, -1);  // not given: unknown, not CPU 0
+}
+
 TEST(ProcReaderTest, MissingRootGivesAbsentValues) {
   ProcReader proc("/nonexistent-perfgate-root");
   EXPECT_FALSE(proc.cpu());

@@ -290,10 +290,15 @@ Saturation judge_saturation(const Profile& profile, const Measurement& m, bool p
 HostSummary host_summary(const std::vector<const Measurement*>& sides, const MetricSet& metrics) {
   HostSummary h;
   h.memory_available_min_pct = 100;
+  double shared_weight = 0;
   for (const auto* m : sides) {
     for (const auto& w : kept_windows(*m)) {
       if (w.samples == 0) continue;
       h.samples += w.samples;
+      if (w.shared_cpu_pct) {
+        h.shared_cpu_pct = h.shared_cpu_pct.value_or(0) + *w.shared_cpu_pct * w.samples;
+        shared_weight += w.samples;
+      }
       h.host_cpu_mean_pct += w.host_cpu_mean_pct * w.samples;
       h.host_cpu_max_pct = std::max(h.host_cpu_max_pct, w.host_cpu_mean_pct);
       h.steal_max_pct = std::max(h.steal_max_pct, w.steal_mean_pct);
@@ -306,6 +311,7 @@ HostSummary host_summary(const std::vector<const Measurement*>& sides, const Met
     }
   }
   if (h.samples) h.host_cpu_mean_pct /= h.samples;
+  if (h.shared_cpu_pct) *h.shared_cpu_pct /= shared_weight;
   if (!sides.empty()) h.service = sides.front()->service;
   if (auto it = metrics.find("service_cpu_us_per_request"); it != metrics.end())
     h.service_cpu_us_per_request = it->second;

@@ -72,6 +72,28 @@ void fill_threads(const HostSnapshot& a, const HostSnapshot& b, double ticks_per
   s.own_cpu_pct = capacity_s > 0 ? 100.0 * own_s / capacity_s : 0.0;
 }
 
+// The CPUs that the threads of `after` which used CPU since `before` last ran on.
+std::vector<int> busy_cpus(const std::vector<ProcStat>& before, const std::vector<ProcStat>& after,
+                           pid_t leave_out) {
+  std::vector<int> cpus;
+  for (const auto& t : after) {
+    if (t.pid == leave_out || t.processor < 0) continue;
+    auto was = std::find_if(before.begin(), before.end(),
+                            [&](const ProcStat& p) { return p.pid == t.pid; });
+    if (was != before.end() && t.cpu_ticks() > was->cpu_ticks()) cpus.push_back(t.processor);
+  }
+  return cpus;
+}
+
+std::optional<bool> shared_cpu(const HostSnapshot& a, const HostSnapshot& b, pid_t sampler_tid) {
+  auto load = busy_cpus(a.own_threads, b.own_threads, sampler_tid);
+  auto service = busy_cpus(a.service_threads, b.service_threads, 0);
+  if (load.empty() || service.empty()) return std::nullopt;
+  for (int cpu : load)
+    if (std::find(service.begin(), service.end(), cpu) != service.end()) return true;
+  return false;
+}
+
 }  // namespace
 
 HostSnapshot take_snapshot(const ProcReader& proc, std::optional<pid_t> service,
@@ -87,6 +109,7 @@ struct WatchedCpu {
   std::optional<double> cpu_total_s;
   uint64_t rss_kib = 0;
   std::optional<uint64_t> wait_ns;
+  std::vector<ProcStat> threads;
 };
 
 std::optional<uint64_t> plus(std::optional<uint64_t> a, std::optional<uint64_t> b) {
@@ -115,6 +138,7 @@ WatchedCpu read_watch(const ProcReader& proc, const ServiceWatch& watch,
       if (std::find(seen.begin(), seen.end(), pid) != seen.end()) continue;
       seen.push_back(pid);
       if (auto p = proc.process(pid)) ticks += p->cpu_ticks();
+      for (auto& t : proc.threads(std::to_string(pid))) out.threads.push_back(std::move(t));
       out.rss_kib += proc.rss_kib(std::to_string(pid)).value_or(0);
       // A process gone since process_tree() waits no more: it adds nothing.
       if (auto wait = proc.wait_ns(std::to_string(pid))) *out.wait_ns += *wait;
@@ -157,6 +181,7 @@ HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
   }
   if (!service) return s;
   auto watched = read_watch(proc, *service, cgroups);
+  s.service_threads = std::move(watched.threads);
   s.service_cpu_total_s = watched.cpu_total_s;
   s.service_rss_kib = watched.rss_kib;
   s.run_wait_ns = plus(s.run_wait_ns, watched.wait_ns);
@@ -194,6 +219,7 @@ HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double t
   if (b.memory_pressure) s.memory_pressure_pct = b.memory_pressure->some_avg10;
   if (b.io_pressure) s.io_pressure_pct = b.io_pressure->some_avg10;
   fill_threads(a, b, ticks_per_s, capacity_s, sampler_tid, s);
+  s.shared_cpu = shared_cpu(a, b, sampler_tid);
   s.own_rss_kib = b.own_rss_kib;
   if (a.service_cpu_total_s && b.service_cpu_total_s) {
     s.service_cpu_s = std::max(0.0, *b.service_cpu_total_s - *a.service_cpu_total_s);
@@ -285,13 +311,19 @@ WindowSummary summarize_window(const std::vector<HostSample>& samples, const Tim
   CpuWaits waits;
   bool own_midpoint = std::any_of(samples.begin(), samples.end(),
                                   [&](const HostSample& s) { return in_window(s, window); });
+  int told = 0, shared = 0;
   for (const auto& s : samples) {
     if (own_midpoint ? !in_window(s, window) : !overlaps(s, window)) continue;
     add_sample(s, w, thread_cpu_s);
     add_waits(s, waits);
     seconds += s.seconds();
+    if (s.shared_cpu) {
+      ++told;
+      shared += *s.shared_cpu ? 1 : 0;
+    }
   }
   if (w.samples == 0) return w;
+  if (told) w.shared_cpu_pct = 100.0 * shared / told;
   if (!own_midpoint) {
     w.service_cpu_s.reset();
     w.net_drops = w.net_errors = w.tcp_retrans = 0;
@@ -337,7 +369,8 @@ json window_json(const WindowSummary& w) {
           {"net_errors", w.net_errors},
           {"tcp_retrans", w.tcp_retrans},
           {"own_rss_max_kib", w.own_rss_max_kib},
-          {"service_rss_max_kib", w.service_rss_max_kib}};
+          {"service_rss_max_kib", w.service_rss_max_kib},
+          {"shared_cpu_pct", optional_json(w.shared_cpu_pct)}};
 }
 
 json sample_json(const HostSample& s, SteadyClock::time_point origin) {
@@ -415,6 +448,20 @@ std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& t
     const auto& cpu = w.value("service_cpu_s", json());
     if (i >= 0 && static_cast<size_t>(i) < iterations && cpu.is_number())
       out[static_cast<size_t>(i)] = cpu.get<double>();
+  }
+  return out;
+}
+
+std::vector<std::optional<WindowShare>> shared_cpu_by_iteration(const std::string& text,
+                                                                size_t iterations) {
+  std::vector<std::optional<WindowShare>> out(iterations);
+  auto doc = json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("windows")) return out;
+  for (const auto& w : doc["windows"]) {
+    auto i = w.value("iteration", -1);
+    const auto& pct = w.value("shared_cpu_pct", json());
+    if (i >= 0 && static_cast<size_t>(i) < iterations && pct.is_number())
+      out[static_cast<size_t>(i)] = WindowShare{pct.get<double>(), w.value("samples", 0)};
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "perfgate/host/host_sampler.h"
 #include "perfgate/report/report_format.h"
 
 namespace perfgate {
@@ -108,6 +109,14 @@ std::string service_line(const HostSummary& h) {
   return "  service: " + one_line(h.service->describe()) + cost + "\n";
 }
 
+// Where the scheduler kept the load and the service: a run "apart" and one
+// "mixed" cost the service differently per request on a few cores.
+std::string placement_text(const HostSummary& h) {
+  if (!h.shared_cpu_pct) return "";
+  return "; load and service on one CPU in " + report::fixed(*h.shared_cpu_pct, 0) +
+         "% of samples (" + placement_class(*h.shared_cpu_pct) + ")";
+}
+
 // Who was busy while measuring: the first thing to read when a run looks odd.
 std::string load_machine_line(const HostSummary& h) {
   if (h.samples == 0) return "";
@@ -115,7 +124,7 @@ std::string load_machine_line(const HostSummary& h) {
          report::fixed(h.host_cpu_max_pct, 0) + "% max; busiest load thread " +
          report::fixed(h.generator_thread_max_pct, 0) + "% of a core; other processes " +
          report::fixed(h.foreign_cpu_max_pct, 0) + "%; steal " + report::fixed(h.steal_max_pct, 0) +
-         "%\n" + service_line(h);
+         "%" + placement_text(h) + "\n" + service_line(h);
 }
 
 // A merged run's shards, one line each: which machine made how much of the load.

@@ -69,7 +69,9 @@ class PlacementCliTest : public ::testing::Test {
       GTEST_SKIP() << "needs CPUs 0 and 1 allowed";
   }
 
-  nlohmann::json run(const std::string& placement, testing::CommandResult& r, Observed* seen) {
+  // `prefix` goes before perfgate's command line (e.g. taskset).
+  nlohmann::json run(const std::string& placement, testing::CommandResult& r, Observed* seen,
+                     const std::vector<std::string>& prefix = {}) {
     auto port = std::to_string(testing::unused_port());
     testing::write_file(dir_ / "profile.json", R"({
       "name": "placement", "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
@@ -85,10 +87,12 @@ class PlacementCliTest : public ::testing::Test {
     std::thread watcher([&] {
       if (seen) *seen = watch_run(done);
     });
-    r = testing::run_command(
-        {testing::perfgate_binary(), "run", (dir_ / "profile.json").string(), "--store",
-         (dir_ / "p.db").string(), "--json", (dir_ / "result.json").string()},
-        {{"TARGET_PORT", port}});
+    std::vector<std::string> args = prefix;
+    for (auto a : {testing::perfgate_binary(), std::string("run"), (dir_ / "profile.json").string(),
+                   std::string("--store"), (dir_ / "p.db").string(), std::string("--json"),
+                   (dir_ / "result.json").string()})
+      args.push_back(a);
+    r = testing::run_command(args, {{"TARGET_PORT", port}});
     done = true;
     watcher.join();
     return nlohmann::json::parse(testing::read_file(dir_ / "result.json"));
@@ -129,6 +133,35 @@ TEST_F(PlacementCliTest, PinnedAndUnpinnedRunsAreNotEachOthersBaseline) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(pinned["host"]["key"], unpinned["host"]["key"]);
   EXPECT_TRUE(unpinned["baseline"].is_null()) << unpinned["baseline"];
+}
+
+// The sampler records whether the load and the service shared a CPU (issue
+// 27): held apart by fixed placement, and forced together by running all of
+// perfgate, and so the service it starts, on one CPU.
+TEST_F(PlacementCliTest, TheRunRecordsWhetherLoadAndServiceSharedACpu) {
+  testing::CommandResult r;
+  auto apart = run(R"(, "placement": { "load": "1", "service": "0" })", r, nullptr);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto& machine = apart["load_machine"];
+  ASSERT_TRUE(machine["shared_cpu_pct"].is_number()) << machine.dump(2);
+  EXPECT_LT(machine["shared_cpu_pct"].get<double>(), 25.0);
+  EXPECT_EQ(machine["placement_class"], "apart");
+  EXPECT_NE(r.out.find("% of samples (apart)"), std::string::npos) << r.out;
+  auto check = testing::validate_result_json(dir_ / "result.json");
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+
+  auto mixed = run(R"(, "placement": "off")", r, nullptr, {"/usr/bin/taskset", "-c", "0"});
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.out << r.err;
+  EXPECT_GT(mixed["load_machine"]["shared_cpu_pct"].get<double>(), 75.0)
+      << mixed["load_machine"].dump(2);
+  EXPECT_EQ(mixed["load_machine"]["placement_class"], "mixed");
+  EXPECT_NE(r.out.find("% of samples (mixed)"), std::string::npos) << r.out;
+
+  // The store keeps it per window.
+  auto exported = testing::run_command(
+      {testing::perfgate_binary(), "store", "export", "--store", (dir_ / "p.db").string()});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("shared_cpu_pct"), std::string::npos);
 }
 
 // A service perfgate did not start is pinned only when the profile names the

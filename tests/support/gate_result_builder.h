@@ -258,6 +258,7 @@ inline GateResult attributed_service_result() {
   s.cgroup = "/system.slice/docker-3f2a9c0d11.scope";
   s.how = "listening on 127.0.0.1:8080";
   r.host_summary.service = s;
+  r.host_summary.shared_cpu_pct = 12.5;  // its threads known: a placement class
   return r;
 }
 

@@ -31,6 +31,9 @@ struct HostSnapshot {
   uint64_t own_rss_kib = 0;
   std::optional<double> service_cpu_total_s;  // the service's CPU so far, when it is known
   uint64_t service_rss_kib = 0;
+  /// The service's threads (a process tree's; none for a cgroup watch): which
+  /// CPU each last ran on, beside the load threads' in own_threads.
+  std::vector<ProcStat> service_threads;
   std::optional<double> companion_cpu_total_s;  // the companion's CPU so far, when watched
   /// How long the run's own tasks (perfgate's threads, the service's, the
   /// companion's) have waited for a CPU, summed over tasks, in ns; absent when
@@ -91,6 +94,11 @@ struct HostSample {
   std::optional<double> service_cpu_pct;
   uint64_t service_rss_kib = 0;
   std::optional<double> companion_cpu_pct;  // the companion watch's, % of all cores
+  /// At the sample's end, a busy load thread and a busy service thread had last
+  /// run on the same CPU (busy: used CPU in the interval). Unknown without both.
+  /// On few cores the scheduler keeps a run's load and service apart or mixed
+  /// for the whole run, and the two cost the service differently per request.
+  std::optional<bool> shared_cpu;
   /// Host busy minus steal, perfgate, the service and its companion, >= 0: what
   /// other processes of this machine used. Steal is the hypervisor's, which
   /// /proc/stat counts busy but no process's ticks hold; it has its own rule.
@@ -134,10 +142,24 @@ struct WindowSummary {
   std::optional<double> foreign_cpu_pressure_pct;
   uint64_t net_drops = 0, net_errors = 0, tcp_retrans = 0;
   uint64_t own_rss_max_kib = 0, service_rss_max_kib = 0;
+  /// The share of the window's samples in which load and service shared a CPU
+  /// (HostSample::shared_cpu), of those that could tell.
+  std::optional<double> shared_cpu_pct;
 };
 
 WindowSummary summarize_window(const std::vector<HostSample>& samples, const TimeWindow& window,
                                int iteration);
+
+/// Below this share of samples with load and service on one CPU, a run's
+/// placement is "apart", else "mixed". On this project's 2-core VM, A/A runs of
+/// a co-located CPU-bound service fell in two groups: 2-20 % (9-17 % more
+/// service CPU per request) and 28-61 % (issue 27).
+inline constexpr double kApartBelowSharedPct = 25;
+
+/// "apart" or "mixed" (kApartBelowSharedPct).
+inline const char* placement_class(double shared_cpu_pct) {
+  return shared_cpu_pct < kApartBelowSharedPct ? "apart" : "mixed";
+}
 
 /// What the store keeps of a run's host (JSON): the per-iteration summaries and at
 /// most `max_samples` raw samples, thinned evenly; times are seconds from `origin`.
@@ -153,6 +175,15 @@ std::optional<AttributedService> attributed_service_of(const std::string& json);
 /// holds (nullopt where it has none): a stored baseline's service cost.
 std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& json,
                                                             size_t iterations);
+
+/// Per iteration index, the stored window's shared_cpu_pct and its sample
+/// count (nullopt where the document has none): a stored run's placement.
+struct WindowShare {
+  double shared_cpu_pct = 0;
+  int samples = 0;
+};
+std::vector<std::optional<WindowShare>> shared_cpu_by_iteration(const std::string& json,
+                                                                size_t iterations);
 
 /// Samples the host on its own thread every `interval` from start() to stop().
 /// Keeps at most `max_samples` (the oldest stay: a run's shape shows in its start).

@@ -74,6 +74,7 @@ struct ProcStat {
   char state = '?';
   pid_t ppid = 0;
   uint64_t utime_ticks = 0, stime_ticks = 0;
+  int processor = -1;  // the CPU it last ran on (field 39); -1 when not given
 
   uint64_t cpu_ticks() const { return utime_ticks + stime_ticks; }
 };

@@ -24,7 +24,10 @@ struct HostSummary {
   double generator_thread_max_pct = 0;  // perfgate's busiest thread, % of one core
   double foreign_cpu_max_pct = 0;       // neither perfgate nor the service, % of all cores
   double memory_available_min_pct = 0;
-  std::optional<double> cpu_pressure_max_pct;        // absent without /proc/pressure
+  std::optional<double> cpu_pressure_max_pct;  // absent without /proc/pressure
+  /// The share of samples in which a busy load thread and a busy service thread
+  /// had last run on one CPU; absent when the service's threads are unknown.
+  std::optional<double> shared_cpu_pct;
   std::optional<double> service_cpu_us_per_request;  // absent when the service is unknown
   std::optional<AttributedService> service;          // absent when the service is unknown
   std::vector<std::string> doctor_warnings;          // the preflight's findings
