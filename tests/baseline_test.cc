@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "support/run_record_builder.h"
 #include "support/test_support.h"
 
@@ -138,6 +140,78 @@ TEST_F(StoreFixture, MaxLatencyBaselineIsTheTypicalRunsMaximum) {
   auto figures = s.baseline->sample.run_figures.at("latency_max_ms");
   ASSERT_EQ(figures.size(), 3u);
   EXPECT_LT(s.baseline->sample.pooled.summary.at("latency_max_ms"), 5.0);
+}
+
+// A stored run whose windows say load and service shared a CPU in `pct` % of
+// their samples (the host sampler's per-window figure).
+RunRecord placed_run(int n, double pct, uint64_t rps = 1000) {
+  RunRecord run = synthetic_run(n, rps, 2.0);
+  nlohmann::json windows = nlohmann::json::array();
+  for (const auto& it : run.iterations)
+    windows.push_back({{"iteration", it.index}, {"samples", 4}, {"shared_cpu_pct", pct}});
+  run.host_samples_json = nlohmann::json{{"version", 1}, {"windows", windows}}.dump();
+  return run;
+}
+
+TEST_F(StoreFixture, ARunsPlacementIsItsKeptWindowsSampleWeightedShare) {
+  RunRecord run = placed_run(1, 40);
+  auto windows = nlohmann::json::parse(run.host_samples_json)["windows"];
+  windows[0]["shared_cpu_pct"] = 100;  // iteration 0 is discarded: not counted
+  windows[1]["shared_cpu_pct"] = 10;
+  windows[1]["samples"] = 8;
+  run.host_samples_json = nlohmann::json{{"windows", windows}}.dump();
+  EXPECT_DOUBLE_EQ(stored_shared_cpu_pct(run).value(), (10.0 * 8 + 40 * 4 + 40 * 4) / 16);
+  EXPECT_FALSE(stored_shared_cpu_pct(synthetic_run(1, 1000, 2)));  // windows that do not say
+}
+
+TEST_F(StoreFixture, ARunOfOnePlacementClassIsJudgedAgainstRunsOfItsClassOnly) {
+  std::vector<int64_t> mixed, apart;
+  for (int i = 1; i <= 4; ++i) mixed.push_back(store.record(placed_run(i, 45)));
+  for (int i = 5; i <= 6; ++i) apart.push_back(store.record(placed_run(i, 8, 880)));
+  auto failed_apart = placed_run(7, 5, 870);  // a failed run of a mixed run's commit
+  failed_apart.ci.commit = synthetic_run(4, 1000, 2).ci.commit;
+  failed_apart.verdict = Verdict::kFail;
+  auto failed = store.record(failed_apart);
+  auto query = query_for(synthetic_run(1, 1000, 2));
+
+  // Without a class: the newest three, and the failed replicate of run 4's commit.
+  BaselinePolicy policy{3, 0, std::nullopt};
+  EXPECT_EQ(select_baseline(store, query, policy).baseline->run_ids,
+            (std::vector<int64_t>{failed, apart[1], apart[0], mixed[3]}));
+  policy.placement_class = "mixed";
+  policy.shared_cpu_pct = 50;
+  auto s = select_baseline(store, query, policy);
+  ASSERT_TRUE(s.baseline);
+  // The newest mixed runs, looked for past the two apart ones; the apart failed
+  // replicate of a mixed commit is left out too.
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>{mixed[3], mixed[2], mixed[1]}));
+  EXPECT_DOUBLE_EQ(s.baseline->sample.pooled.summary.at("throughput_rps"), 1000);
+  EXPECT_TRUE(s.incomparable.empty());
+  ASSERT_FALSE(s.notes.empty());
+  EXPECT_NE(s.notes.back().find("2 of the 3 newest baseline runs were apart"), std::string::npos)
+      << s.notes.back();
+
+  policy.placement_class = "apart";
+  policy.shared_cpu_pct = 3;
+  s = select_baseline(store, query, policy);
+  ASSERT_TRUE(s.baseline);
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>{apart[1], apart[0]}));
+}
+
+TEST_F(StoreFixture, OnlyRunsOfTheOtherPlacementClassLeaveTheRunIncomparable) {
+  for (int i = 1; i <= 3; ++i) store.record(placed_run(i, 60));
+  BaselinePolicy policy{3, 0, std::nullopt};
+  policy.placement_class = "apart";
+  policy.shared_cpu_pct = 4;
+  auto s = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), policy);
+  EXPECT_FALSE(s.baseline);
+  EXPECT_NE(s.incomparable.find("4 % of samples (apart)"), std::string::npos) << s.incomparable;
+  EXPECT_NE(s.incomparable.find("every eligible baseline run was mixed"), std::string::npos);
+  // Runs that do not say their class (older runs, a remote service) still count.
+  store.record(synthetic_run(4, 1000, 2));
+  s = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), policy);
+  ASSERT_TRUE(s.baseline);
+  EXPECT_EQ(s.baseline->run_ids.size(), 1u);
 }
 
 }  // namespace

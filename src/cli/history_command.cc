@@ -13,6 +13,7 @@
 #include "perfgate/gate/gate.h"
 #include "perfgate/gate/progress.h"
 #include "perfgate/gate/store_access.h"
+#include "perfgate/host/host_sampler.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/store_maintenance.h"
@@ -44,6 +45,8 @@ std::vector<std::string> flags_of(const RunRecord& run) {
   if (run.saturation.saturated) flags.push_back("saturated");
   if (!run.review.state.empty()) flags.push_back(run.review.state);
   if (run.eligible_as_baseline()) flags.push_back("baseline");
+  // Runs of the other placement class are no baseline for it (select_baseline).
+  if (auto shared = stored_shared_cpu_pct(run)) flags.push_back(placement_class(*shared));
   return flags;
 }
 
@@ -53,6 +56,7 @@ constexpr std::array<const char*, 3> kKeyMetrics = {"throughput_rps", "latency_p
 json run_json(const RunRecord& run, const RunFigures& figures) {
   json metrics = json::object();
   for (const auto& [key, value] : figures.summary) metrics[key] = value;
+  auto shared = stored_shared_cpu_pct(run);
   return {{"run_id", run.id},
           {"created_at", run.created_at},
           {"profile", run.profile_name},
@@ -74,6 +78,8 @@ json run_json(const RunRecord& run, const RunFigures& figures) {
           {"baseline_eligible", run.eligible_as_baseline()},
           {"engine", run.engine},
           {"host_key", run.host.key()},
+          {"shared_cpu_pct", shared ? json(*shared) : json(nullptr)},
+          {"placement_class", shared ? json(placement_class(*shared)) : json(nullptr)},
           {"metrics", metrics}};
 }
 
@@ -187,6 +193,8 @@ void register_compare(CommandSet& commands) {
          "Judge against this run alone")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--any-host", opt->any_host, "Take baselines from runs on any load machine");
+  cmd->add_flag("--any-placement", opt->any_placement,
+                "Take baselines from runs of either placement class (apart / mixed)");
   cmd->add_option("--junit", opt->junit_path, "Write a JUnit XML report here");
   cmd->add_option("--json", opt->json_path, "Write the JSON result here");
   commands.add(cmd, [opt, run_id](const CommandContext& ctx) {

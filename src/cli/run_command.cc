@@ -32,6 +32,9 @@ void add_gate_options(CLI::App* command, const std::shared_ptr<RunOptions>& opt)
       ->check(CLI::PositiveNumber);
   command->add_flag("--any-host", opt->any_host,
                     "Take baselines from runs on any load machine, not only matching ones");
+  command->add_flag("--any-placement", opt->any_placement,
+                    "Take baselines from runs whose load and service shared CPUs otherwise "
+                    "(apart / mixed), not only from runs of this run's placement class");
   command->add_flag("!--no-record", opt->record, "Judge without storing this run");
   command
       ->add_option_function<std::string>(

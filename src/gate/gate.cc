@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "gate_pipeline.h"
+#include "perfgate/host/host_sampler.h"
 #include "perfgate/report/console_report.h"
 #include "perfgate/report/github_annotations.h"
 #include "perfgate/report/gitlab_report.h"
@@ -63,6 +64,18 @@ void warn_without_baseline(const RunOptions& options, const CiContext& ci, GateR
   }
 }
 
+// Baseline runs existed but all of another placement class: neither a pass
+// nor "no baseline yet", but inconclusive (warn), saying why.
+bool inconclusive_placement(const BaselineSelection& selection, GateResult& r) {
+  if (selection.incomparable.empty() || r.verdict == Verdict::kError) return false;
+  r.notes.insert(r.notes.begin(), selection.incomparable);
+  if (r.verdict == Verdict::kPass) {
+    r.verdict = Verdict::kWarn;
+    r.exit_code = ExitStatus::kWarn;
+  }
+  return true;
+}
+
 void write_file(const OutputGuard& guard, const fs::path& path, const char* flag,
                 const std::string& text) {
   if (path.empty()) return;
@@ -84,7 +97,8 @@ MeasuredRun screened_run(const Profile& profile, Measurement m, GateRun& gate,
 
 BaselineSelection choose_baseline(const RunOptions& options, std::optional<BaselineStore>& store,
                                   const Profile& profile, const CiContext& ci,
-                                  const HostFingerprint& host) {
+                                  const HostFingerprint& host,
+                                  std::optional<double> shared_cpu_pct) {
   if (!store) {
     if (options.baseline_run)
       throw Error("--baseline-run " + std::to_string(*options.baseline_run) + ": no store at " +
@@ -95,6 +109,10 @@ BaselineSelection choose_baseline(const RunOptions& options, std::optional<Basel
                       options.any_host ? "" : host.key()};
   BaselinePolicy policy{profile.baseline.window, profile.baseline.drift_window,
                         options.baseline_run};
+  if (shared_cpu_pct && !options.any_placement) {
+    policy.placement_class = placement_class(*shared_cpu_pct);
+    policy.shared_cpu_pct = *shared_cpu_pct;
+  }
   auto selection = select_baseline(*store, query, policy);
   if (selection.baseline)
     spdlog::info("baseline: {} run(s) of branch {}, newest run {}",
@@ -108,7 +126,7 @@ GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStor
                            RunRecord rec, const RunFigures& now) {
   GateResult r = judged(profile, rec, now, selection);
   rec.verdict = r.verdict;  // as measured: a run that merely lacked a baseline may become one
-  warn_without_baseline(options, rec.ci, r);
+  if (!inconclusive_placement(selection, r)) warn_without_baseline(options, rec.ci, r);
   if (!options.record) {
     r.notes.push_back("not recorded (--no-record)");
     return r;
@@ -201,6 +219,11 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   bool paired = !run->pair.empty();
   // A paired run with paired.block above 1 was judged one value per launch.
   int block = paired && profile.paired ? profile.paired->block : 1;
+  auto shared = paired || options.any_placement ? std::nullopt : stored_shared_cpu_pct(*run);
+  if (shared) {
+    policy.placement_class = placement_class(*shared);
+    policy.shared_cpu_pct = *shared;
+  }
   auto selection = paired ? paired_selection(store, *run, options, block)
                           : select_baseline(store, query, policy);
   // A sequential run's every look had a share of alpha: it is judged again as
@@ -208,6 +231,7 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   auto plan = sequential_plan(profile);
   GateResult result =
       judged(judging_profile(profile, plan), *run, stored_run_figures(*run, block), selection);
+  inconclusive_placement(selection, result);
   result.profile_source = source;
   result.run_id = run->id;
   result.recorded = true;
@@ -254,6 +278,9 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     Profile judging = judging_profile(profile, plan);
     std::string dropped;
     auto run = screened_run(profile, m, gate, host, dropped);
+    if (selection.baseline && run.host_summary.shared_cpu_pct && !options.baseline_run)
+      selection = choose_baseline(options, store, profile, gate.partial().ci, host,
+                                  run.host_summary.shared_cpu_pct);
     std::optional<SequentialSummary> sequential;
     if (plan.extends()) {
       int taken = profile.repeat.count;

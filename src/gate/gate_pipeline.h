@@ -98,10 +98,13 @@ void note_shared_load(const Saturation& saturation, std::vector<std::string>& no
 BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
                                    const RunOptions& options, int block);
 
-/// The baseline, chosen before the load so that a bad --baseline-run fails fast.
+/// The baseline, chosen before the load so that a bad --baseline-run fails fast;
+/// once the run's placement is known (its shared_cpu_pct), among runs of its
+/// placement class (select_baseline).
 BaselineSelection choose_baseline(const RunOptions& options, std::optional<BaselineStore>& store,
                                   const Profile& profile, const CiContext& ci,
-                                  const HostFingerprint& host);
+                                  const HostFingerprint& host,
+                                  std::optional<double> shared_cpu_pct = std::nullopt);
 
 /// The gate proper, for a run measured here or merged from shards: judges it
 /// against its baseline, then stores it with its verdict (unless --no-record).

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "perfgate/core/error.h"
@@ -154,6 +155,19 @@ RunFigures stored_run_figures(const RunRecord& run, int block) {
   return per_launch_figures(run.iterations, cpu, block);
 }
 
+std::optional<double> stored_shared_cpu_pct(const RunRecord& run) {
+  auto shares = shared_cpu_by_iteration(run.host_samples_json, run.iterations.size());
+  double weighted = 0;
+  int samples = 0;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (!shares[i] || run.iterations[i].discarded) continue;
+    weighted += shares[i]->shared_cpu_pct * shares[i]->samples;
+    samples += shares[i]->samples;
+  }
+  if (samples == 0) return std::nullopt;
+  return weighted / samples;
+}
+
 Baseline pool_runs(const std::vector<RunRecord>& runs) {
   Baseline b;
   for (const auto& run : runs) {
@@ -179,6 +193,53 @@ Baseline pool_runs(const std::vector<RunRecord>& runs) {
   return b;
 }
 
+namespace {
+
+std::string placement_text(double shared_cpu_pct) {
+  return std::to_string(static_cast<int>(std::lround(shared_cpu_pct))) + " % of samples";
+}
+
+// The runs of the judged run's placement class (or of none known), newest
+// first, at most `limit`, their details loaded (the class is in their
+// samples). Says what was left out of the newest `window`, or, when nothing
+// of its class is left, why the run cannot be compared (s.incomparable).
+std::vector<RunRecord> same_placement(BaselineStore& store, std::vector<RunRecord> runs,
+                                      const BaselinePolicy& policy, size_t window, size_t limit,
+                                      BaselineSelection& s) {
+  std::vector<RunRecord> kept;
+  size_t looked = 0, left_out = 0;
+  std::string other;
+  for (auto& run : runs) {
+    if (kept.size() >= limit) break;
+    std::vector<RunRecord> one{std::move(run)};
+    store.load_details(one);
+    auto pct = stored_shared_cpu_pct(one.front());
+    bool differs = pct && placement_class(*pct) != policy.placement_class;
+    if (differs && looked < window) {
+      ++left_out;
+      other = placement_class(*pct);
+    }
+    ++looked;
+    if (!differs) kept.push_back(std::move(one.front()));
+  }
+  std::string mine = "this run's load and service shared a CPU in " +
+                     placement_text(policy.shared_cpu_pct) + " (" + policy.placement_class + ")";
+  if (kept.empty()) {
+    s.incomparable = "placement: " + mine + ", and every eligible baseline run was " + other +
+                     ": runs of another placement class cost the service differently per "
+                     "request, so this run is not judged against them (inconclusive); it is "
+                     "stored as a baseline for " +
+                     policy.placement_class + " runs";
+  } else if (left_out > 0) {
+    s.notes.push_back("placement: " + mine + "; " + std::to_string(left_out) + " of the " +
+                      std::to_string(std::min(window, looked)) + " newest baseline runs were " +
+                      other + " and are left out: judged against runs of its own class");
+  }
+  return kept;
+}
+
+}  // namespace
+
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy) {
   SelectionTimer timer;
@@ -190,15 +251,28 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   auto window = static_cast<size_t>(std::max(policy.window, 1));
   auto drift_back = static_cast<size_t>(std::max(policy.drift_window, 0));
   // Headers first: only the runs pooled below need their iterations read.
-  auto runs = store.eligible_runs(query, static_cast<int>(window + drift_back),
-                                  BaselineStore::Depth::kHeader);
+  bool by_placement = !policy.placement_class.empty();
+  auto wanted = window + drift_back;
+  // A class of runs may be a minority of the recent history: look further back.
+  auto runs = store.eligible_runs(
+      query, static_cast<int>(by_placement ? std::max<size_t>(wanted, kHistoryRuns) : wanted),
+      BaselineStore::Depth::kHeader);
   if (runs.empty()) {
     explain_no_baseline(store, query, s.notes);
     return s;
   }
+  if (by_placement) {
+    runs = same_placement(store, std::move(runs), policy, window, wanted, s);
+    if (runs.empty()) return s;
+  }
   std::vector<RunRecord> recent(runs.begin(), runs.begin() + std::min(window, runs.size()));
   auto history = measured_history(store, query);
   auto replicates = loaded(store, failed_replicates(history, recent, query));
+  if (by_placement)  // the same code measured in the other class is no replicate of this one
+    std::erase_if(replicates, [&](const RunRecord& run) {
+      auto pct = stored_shared_cpu_pct(run);
+      return pct && placement_class(*pct) != policy.placement_class;
+    });
   if (!replicates.empty())
     s.notes.push_back(std::to_string(replicates.size()) +
                       " failed run(s) of a baseline commit kept in the baseline: the same code, "

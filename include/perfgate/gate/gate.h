@@ -34,6 +34,7 @@ struct RunOptions {
   bool record = true;
   std::optional<int64_t> baseline_run;  // --baseline-run: judge against this run alone
   bool any_host = false;                // --any-host: baselines from any load machine
+  bool any_placement = false;           // --any-placement: baselines of either placement class
   std::optional<ShardSpec> shard;       // --shard I/N: measure this share, write it for merge
   std::string start_at;                 // --start-at: begin the warm-up then (see parse_start_at)
   bool pass_without_baseline = false;   // --no-baseline=pass: a PR/MR run with none passes

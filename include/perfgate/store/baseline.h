@@ -37,23 +37,43 @@ RunFigures stored_run_figures(const RunRecord& run, int block = 1);
 
 /// How to pick the baseline: the profile's `baseline` settings and the run flags.
 struct BaselinePolicy {
+  BaselinePolicy() = default;
+  BaselinePolicy(int window_runs, int drift_runs, std::optional<int64_t> pinned)
+      : window(window_runs), drift_window(drift_runs), pinned_run(pinned) {}
+
   int window = 5;
   int drift_window = 20;              // 0 = no drift guard
   std::optional<int64_t> pinned_run;  // --baseline-run ID
+  /// The judged run's placement class ("apart" / "mixed"; "" when unknown):
+  /// runs of the other class are no baseline for it (see select_baseline).
+  std::string placement_class;
+  double shared_cpu_pct = 0;  // the judged run's, for the notes
 };
 
 struct BaselineSelection {
   std::optional<Baseline> baseline;         // nullopt: nothing comparable
   std::optional<Baseline> drift_reference;  // older runs, for the drift guard
   std::vector<std::string> notes;           // why there is none, what was pinned
+  /// Why runs existed but none could be compared (another placement class):
+  /// the run is inconclusive, not unjudged. "" otherwise.
+  std::string incomparable;
 };
+
+/// The share of a stored run's kept samples in which a busy load thread and a
+/// busy service thread last ran on one CPU, weighted by samples; nullopt when
+/// its windows do not say (an older run, a remote service).
+std::optional<double> stored_shared_cpu_pct(const RunRecord& run);
 
 /// The last `policy.window` runs eligible for `query` (stopping at the newest
 /// accepted run), with the failed runs of their commits on the baseline branch
 /// (replicates of the same code: the machine's noise), or the pinned run. A window
 /// of fewer than kPooledNoiseBelowRuns runs carries the noise pooled over this
 /// host's earlier runs of the profile (pooled_noise()); and, when history is long enough, the
-/// window `policy.drift_window` runs back. Throws Error when the pinned run does not exist or
+/// window `policy.drift_window` runs back. With `policy.placement_class` set,
+/// runs of the other class are left out and older ones of its class looked for
+/// (up to the history's bound): on a few cores the scheduler keeps a run's load
+/// and service apart or mixed for the whole run, and the two cost the service
+/// differently per request (issue 27). Throws Error when the pinned run does not exist or
 /// belongs to another profile or hash.
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy);
