@@ -15,6 +15,9 @@ RUN bash ci/package.sh /build -DPERFGATE_GIT_DESCRIBE="${PERFGATE_GIT_DESCRIBE}"
     && cp /build/perfgate_*.deb /perfgate.deb
 
 FROM debian:12-slim
+LABEL org.opencontainers.image.title="perfgate" \
+      org.opencontainers.image.description="A performance gate for CI: throughput and latency against a baseline" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /perfgate.deb /tmp/perfgate.deb
 # git (and its CA certificates): the CI templates' paired mode checks out the
 # merge base with `git worktree` inside this image; without it every merge

@@ -37,6 +37,12 @@ for file in usr/bin/perfgate usr/share/perfgate/schemas/profile.schema.json \
   usr/share/doc/perfgate/copyright usr/share/doc/perfgate/changelog.gz; do
   grep -q " \./$file\$" <<<"$contents" || { echo "package-test: the package lacks /$file" >&2; exit 1; }
 done
+# One licence, Apache-2.0, named alike by LICENSE, the package and the image.
+copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/perfgate/copyright)
+grep -q '^License: Apache-2.0$' <<<"$copyright" || { echo "package-test: the copyright file names no Apache-2.0" >&2; exit 1; }
+cmp -s LICENSE /usr/share/common-licenses/Apache-2.0 || { echo "package-test: LICENSE is not the Apache License 2.0" >&2; exit 1; }
+grep -q 'org.opencontainers.image.licenses="Apache-2.0"' Dockerfile ||
+  { echo "package-test: the Dockerfile's image has no licence label" >&2; exit 1; }
 # The man page is the binary's own help: every subcommand is in it.
 man_text=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/man/man1/perfgate.1.gz | gzip -dc)
 for cmd in run bench validate demo-server doctor store report history calibrate merge; do
