@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 stage() { echo "== package: $* (at ${SECONDS}s)"; }
 
 stage "build the .deb"
-deb=$(bash ci/package.sh "${PERFGATE_PACKAGE_BUILD:-build-package}" | tail -n 1)
+# An absolute folder, as the Dockerfile passes one (/build).
+deb=$(bash ci/package.sh "$(realpath -m "${PERFGATE_PACKAGE_BUILD:-build-package}")" | tail -n 1)
 echo "$deb"
 
 stage "lintian and Depends"
@@ -124,6 +125,9 @@ fi
 grep -Eq "^verdict: (PASS|WARN|FAIL)" "$root/tmp/run.out"
 xmllint --noout "$root/tmp/junit.xml"
 grep -q "<testsuite" "$root/tmp/junit.xml"
+
+stage "the OCI image, built without a daemon (ci/image.sh) and run"
+bash ci/image-test.sh "$deb" "$cache"
 
 stage "the GitHub action's steps in the root"
 bash ci/github-action-test.sh "$root" "$deb"
