@@ -21,7 +21,9 @@ if [ "${1:-}" = "--test" ]; then
     clang libclang-rt-dev
     # ci/package-test.sh: the package, checked and installed into a fresh Debian 12
     # root; the Dockerfile linted with npm's dockerfilelint.
-    dpkg-dev file lintian debootstrap)
+    dpkg-dev file lintian debootstrap
+    # ci/image.sh: perfgate's OCI image built without a daemon.
+    mmdebstrap umoci skopeo)
   # npm from Debian unless one is there already (e.g. NodeSource's nodejs).
   command -v npm >/dev/null || packages+=(npm)
   # ci/gitlab-pipeline-test.sh: gitlab-ci-local's shell isolation copies with rsync.

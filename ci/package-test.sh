@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 stage() { echo "== package: $* (at ${SECONDS}s)"; }
 
 stage "build the .deb"
-deb=$(bash ci/package.sh "${PERFGATE_PACKAGE_BUILD:-build-package}" | tail -n 1)
+# An absolute folder, as the Dockerfile passes one (/build).
+deb=$(bash ci/package.sh "$(realpath -m "${PERFGATE_PACKAGE_BUILD:-build-package}")" | tail -n 1)
 echo "$deb"
 
 stage "lintian and Depends"
@@ -37,6 +38,12 @@ for file in usr/bin/perfgate usr/share/perfgate/schemas/profile.schema.json \
   usr/share/doc/perfgate/copyright usr/share/doc/perfgate/changelog.gz; do
   grep -q " \./$file\$" <<<"$contents" || { echo "package-test: the package lacks /$file" >&2; exit 1; }
 done
+# One licence, Apache-2.0, named alike by LICENSE, the package and the image.
+copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/perfgate/copyright)
+grep -q '^License: Apache-2.0$' <<<"$copyright" || { echo "package-test: the copyright file names no Apache-2.0" >&2; exit 1; }
+cmp -s LICENSE /usr/share/common-licenses/Apache-2.0 || { echo "package-test: LICENSE is not the Apache License 2.0" >&2; exit 1; }
+grep -q 'org.opencontainers.image.licenses="Apache-2.0"' Dockerfile ||
+  { echo "package-test: the Dockerfile's image has no licence label" >&2; exit 1; }
 # The man page is the binary's own help: every subcommand is in it.
 man_text=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/man/man1/perfgate.1.gz | gzip -dc)
 for cmd in run bench validate demo-server doctor store report history calibrate merge; do
@@ -118,6 +125,9 @@ fi
 grep -Eq "^verdict: (PASS|WARN|FAIL)" "$root/tmp/run.out"
 xmllint --noout "$root/tmp/junit.xml"
 grep -q "<testsuite" "$root/tmp/junit.xml"
+
+stage "the OCI image, built without a daemon (ci/image.sh) and run"
+bash ci/image-test.sh "$deb" "$cache"
 
 stage "the GitHub action's steps in the root"
 bash ci/github-action-test.sh "$root" "$deb"

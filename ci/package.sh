@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-package}
 shift || true
+# Absolute or relative to the checkout (the Dockerfile passes /build).
+case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 bash ci/install-deps.sh --package
 generator=()
 if [ ! -f "$dir/CMakeCache.txt" ] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
@@ -20,4 +22,4 @@ cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build "$dir" -j"$(nproc)" --target perfgate perfgate_man perfgate_changelog >&2
 rm -f "$dir"/perfgate_*.deb
 (cd "$dir" && cpack -G DEB >&2)
-ls "$PWD/$dir"/perfgate_*.deb
+ls "$dir"/perfgate_*.deb
