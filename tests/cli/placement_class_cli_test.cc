@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "perfgate/host/placement.h"
 #include "support/proc_status.h"
 #include "support/test_support.h"
 
@@ -32,10 +31,7 @@ void pin_threads(pid_t pid, int cpu) {
 class PlacementClassCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CpuList allowed = allowed_cpus();
-    if (std::find(allowed.begin(), allowed.end(), 0) == allowed.end() ||
-        std::find(allowed.begin(), allowed.end(), 1) == allowed.end())
-      GTEST_SKIP() << "needs CPUs 0 and 1 allowed";
+    if (!testing::two_cpus_allowed()) GTEST_SKIP() << "needs CPUs 0 and 1 allowed";
     for (pid_t child : testing::children_of(getpid()))
       if (testing::cmdline_has(child, "demo-server")) service_ = child;
     ASSERT_GT(service_, 0);

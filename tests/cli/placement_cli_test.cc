@@ -13,7 +13,6 @@
 #include <set>
 #include <thread>
 
-#include "perfgate/host/placement.h"
 #include "support/proc_status.h"
 #include "support/test_support.h"
 
@@ -63,10 +62,7 @@ Observed watch_run(const std::atomic<bool>& done) {
 class PlacementCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CpuList allowed = allowed_cpus();
-    if (std::find(allowed.begin(), allowed.end(), 0) == allowed.end() ||
-        std::find(allowed.begin(), allowed.end(), 1) == allowed.end())
-      GTEST_SKIP() << "needs CPUs 0 and 1 allowed";
+    if (!testing::two_cpus_allowed()) GTEST_SKIP() << "needs CPUs 0 and 1 allowed";
   }
 
   // `prefix` goes before perfgate's command line (e.g. taskset).

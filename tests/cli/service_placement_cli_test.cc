@@ -13,7 +13,6 @@
 #include <set>
 #include <thread>
 
-#include "perfgate/host/placement.h"
 #include "support/proc_status.h"
 #include "support/test_support.h"
 
@@ -45,10 +44,7 @@ std::set<std::string> last_service_cpus(const std::atomic<bool>& done) {
 }
 
 TEST(ServicePlacementCliTest, AServiceThatPinsItselfElsewhereIsHeldToThePlacement) {
-  CpuList allowed = allowed_cpus();
-  if (std::find(allowed.begin(), allowed.end(), 0) == allowed.end() ||
-      std::find(allowed.begin(), allowed.end(), 1) == allowed.end())
-    GTEST_SKIP() << "needs CPUs 0 and 1 allowed";
+  if (!testing::two_cpus_allowed()) GTEST_SKIP() << "needs CPUs 0 and 1 allowed";
   if (testing::run_command({"/bin/sh", "-c", "taskset -c 0 true"}).exit_code != 0)
     GTEST_SKIP() << "needs taskset (util-linux)";
   testing::TempDir dir;

@@ -5,6 +5,8 @@
 #include <iterator>
 #include <system_error>
 
+#include "perfgate/host/placement.h"
+
 namespace perfgate::testing {
 
 namespace fs = std::filesystem;
@@ -43,6 +45,14 @@ bool cmdline_has(pid_t pid, const std::string& word) {
   auto text = proc_text("/proc/" + std::to_string(pid) + "/cmdline");
   std::replace(text.begin(), text.end(), '\0', ' ');
   return text.find(word) != std::string::npos;
+}
+
+bool two_cpus_allowed() {
+  CpuList allowed = allowed_cpus();
+  auto has = [&](int cpu) {
+    return std::find(allowed.begin(), allowed.end(), cpu) != allowed.end();
+  };
+  return has(0) && has(1);
 }
 
 }  // namespace perfgate::testing

@@ -23,4 +23,8 @@ std::vector<pid_t> children_of(pid_t parent);
 /// Whether `word` is in the process's command line (arguments joined by spaces).
 bool cmdline_has(pid_t pid, const std::string& word);
 
+/// Whether this process may run on CPUs 0 and 1: the placement tests put the
+/// load on one and the service on the other.
+bool two_cpus_allowed();
+
 }  // namespace perfgate::testing
