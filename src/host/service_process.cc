@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -32,7 +33,7 @@ constexpr int kPinFailed = -1;
 
 // Runs in the forked child: only async-signal-safe calls until exec.
 [[noreturn]] void exec_child(const ServiceSpec& spec, std::vector<char*>& argv, int error_fd,
-                             const cpu_set_t* cpus) {
+                             const cpu_set_t* cpus, char* mark) {
   setpgid(0, 0);                     // its own group, so stop() reaches its children too
   prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive perfgate, even after SIGKILL
   // Before exec: the service's every process and thread inherits the CPUs.
@@ -47,6 +48,8 @@ constexpr int kPinFailed = -1;
     _exit(127);
   }
   for (const auto& [name, value] : spec.env) setenv(name.c_str(), value.c_str(), 1);
+  putenv(mark);
+  dup2(STDERR_FILENO, STDOUT_FILENO);  // the service's chatter is not perfgate's report
   execvp(argv[0], argv.data());
   int err = errno;
   (void)!write(error_fd, &err, sizeof err);
@@ -129,11 +132,15 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus)
   for (auto& arg : spec_.command) argv.push_back(arg.data());
   argv.push_back(nullptr);
   cpu_set_t cpu_set = to_cpu_set(cpus);  // built here: the child only makes the call
+  // Unique among this host's services: perfgate's PID and this object's address.
+  mark_ = "PERFGATE_SERVICE_TREE=" + std::to_string(getpid()) + "-" +
+          std::to_string(reinterpret_cast<uintptr_t>(this)) + "-" +
+          std::to_string(Clock::now().time_since_epoch().count());
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("service: pipe: ") + strerror(errno));
   pid_ = fork();
   if (pid_ < 0) throw Error(std::string("service: fork: ") + strerror(errno));
-  if (pid_ == 0) exec_child(spec_, argv, fds[1], cpus.empty() ? nullptr : &cpu_set);
+  if (pid_ == 0) exec_child(spec_, argv, fds[1], cpus.empty() ? nullptr : &cpu_set, mark_.data());
   setpgid(pid_, pid_);  // also from the parent: stop() may come before the child runs
   close(fds[1]);
   // The pipe closes on a successful exec; otherwise the child sends errno.
@@ -245,7 +252,35 @@ void ServiceProcess::stop(Nanos grace) {
     reaped_ = true;
   }
   reap_group();
+  stop_marked(grace);
   dismiss_guardian();
+}
+
+// What left the group (setsid, a double fork) still carries the mark: it is
+// ended the same way, SIGTERM then SIGKILL. Orphans came to perfgate (a
+// subreaper) and are reaped by their PIDs; nothing else of perfgate's is.
+void ServiceProcess::stop_marked(Nanos grace) {
+  ProcReader proc("/");
+  auto marked = proc.processes_with_env(mark_);
+  if (marked.empty()) return;
+  auto signal_all = [&](int sig) {
+    for (pid_t pid : marked)
+      if (pid != getpid()) kill(pid, sig);
+  };
+  auto reap = [&] {
+    for (pid_t pid : marked) waitpid(pid, nullptr, WNOHANG);
+  };
+  signal_all(SIGTERM);
+  auto deadline = Clock::now() + grace;
+  while (Clock::now() < deadline) {
+    reap();
+    marked = proc.processes_with_env(mark_);
+    if (marked.empty()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  signal_all(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  reap();
 }
 
 // The service's orphans came to perfgate (a subreaper): reaped here, a dead

@@ -13,6 +13,11 @@ namespace perfgate {
 /// The service under test, started by perfgate in its own process group and
 /// always stopped with it: SIGTERM to the group, SIGKILL after a grace period.
 /// A guardian process does the same if perfgate dies without stopping it.
+/// Every process of the service carries a mark in its environment
+/// (PERFGATE_SERVICE_TREE), so that stop() also ends those that left the group
+/// (setsid, a double fork). Its standard output goes to perfgate's standard
+/// error: perfgate's own output stays the report, and a pipe reading it is not
+/// held open by the service.
 class ServiceProcess {
  public:
   /// Starts `spec.command`, on `cpus` when not empty (it and every process it
@@ -44,9 +49,11 @@ class ServiceProcess {
   void reap_group();
 
   void hold_to_cpus() const;
+  void stop_marked(Nanos grace);
 
   ServiceSpec spec_;
   CpuList cpus_;
+  std::string mark_;  // "PERFGATE_SERVICE_TREE=..." in each of the service's processes
   pid_t pid_ = -1;
   pid_t guardian_ = -1;   // ends the group if perfgate dies without stop()
   int guardian_fd_ = -1;  // perfgate's end of the guardian's socket
