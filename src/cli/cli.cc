@@ -130,8 +130,15 @@ struct CommandLine {
     app.require_subcommand(1);
     // `perfgate run P --log-level debug` as well as `perfgate --log-level debug run P`.
     app.fallthrough();
-    app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
-        ->capture_default_str();
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+        ->capture_default_str()
+        ->check(CLI::Validator(
+            [](std::string& level) -> std::string {
+              for (const char* known : {"trace", "debug", "info", "warn", "error", "off"})
+                if (level == known) return "";
+              return "must be one of trace, debug, info, warn, error, off; got \"" + level + "\"";
+            },
+            "LEVEL"));
     app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
     register_run_command(commands);
     register_bench_command(commands);
@@ -147,6 +154,30 @@ struct CommandLine {
     register_comment_command(commands);
   }
 
+  /// The first argument that looks like an option and that neither the app nor
+  /// any command it names knows, up to a "--".
+  std::optional<std::string> unknown_option(int argc, char** argv) const {
+    std::vector<const CLI::App*> scopes = {&app};
+    for (int i = 1; i < argc; ++i) {
+      std::string word = argv[i];
+      auto named = scopes.back()->get_subcommands(
+          [&](const CLI::App* sub) { return sub->check_name(word); });
+      if (!named.empty()) scopes.push_back(named.front());
+    }
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--") break;
+      if (arg.size() < 2 || arg[0] != '-' || std::isdigit(static_cast<unsigned char>(arg[1])))
+        continue;
+      std::string name = arg.substr(0, arg.find('='));
+      if (name.size() > 2 && name[1] != '-') name = name.substr(0, 2);  // -n10
+      bool known = false;
+      for (const CLI::App* scope : scopes) known = known || scope->get_option_no_throw(name);
+      if (!known) return arg.substr(0, arg.find('='));
+    }
+    return std::nullopt;
+  }
+
   /// nullopt when parsed and a command should run; else the exit code.
   std::optional<int> parse(int argc, char** argv) {
     try {
@@ -154,7 +185,12 @@ struct CommandLine {
       return std::nullopt;
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);
-      std::cerr << "perfgate: error: " << printable(e.what()) << " (see --help)\n";
+      // CLI11 reports a missing argument before an unknown option: `validate
+      // --help-me` said "profile is required". The typo is the telling error.
+      std::string what = e.what();
+      if (dynamic_cast<const CLI::RequiredError*>(&e))
+        if (auto unknown = unknown_option(argc, argv)) what = "unknown option " + *unknown;
+      std::cerr << "perfgate: error: " << printable(what) << " (see --help)\n";
       return to_int(ExitStatus::kError);
     }
   }

@@ -58,6 +58,7 @@ void GateRun::check_outputs() const {
     check_output_writable(*path, flag);
   }
   guard_.check(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
+  check_append_writable(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
   if (options_.record && !options_.shard) check_store_writable(options_.store_path);
 }
 

@@ -30,6 +30,8 @@ std::string in_quotes(const std::string& s) {
 
 // Sent on the error pipe, negated, when the child cannot take its CPUs.
 constexpr int kPinFailed = -1;
+// Sent before errno when the child cannot enter `service.cwd`.
+constexpr int kCwdFailed = -2;
 
 // Runs in the forked child: only async-signal-safe calls until exec.
 [[noreturn]] void exec_child(const ServiceSpec& spec, std::vector<char*>& argv, int error_fd,
@@ -43,8 +45,8 @@ constexpr int kPinFailed = -1;
     _exit(127);
   }
   if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) {
-    int err = errno;
-    (void)!write(error_fd, &err, sizeof err);
+    int err[2] = {kCwdFailed, errno};
+    (void)!write(error_fd, err, sizeof err);
     _exit(127);
   }
   for (const auto& [name, value] : spec.env) setenv(name.c_str(), value.c_str(), 1);
@@ -145,11 +147,16 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus)
   close(fds[1]);
   // The pipe closes on a successful exec; otherwise the child sends errno.
   int err = 0;
+  int cwd_err = 0;
   ssize_t n = read(fds[0], &err, sizeof err);
+  if (n == sizeof err && err == kCwdFailed) (void)!read(fds[0], &cwd_err, sizeof cwd_err);
   close(fds[0]);
   if (n == sizeof err) {
     waitpid(pid_, nullptr, 0);
     reaped_ = true;
+    if (err == kCwdFailed)
+      throw Error("service.cwd: cannot enter " + in_quotes(spec_.cwd) + " to start " +
+                  in_quotes(spec_.command[0]) + ": " + strerror(cwd_err));
     if (err == kPinFailed)
       throw Error("placement: cannot pin service " + in_quotes(spec_.command[0]) + " to CPUs " +
                   format_cpu_list(cpus));

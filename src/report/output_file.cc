@@ -236,4 +236,20 @@ void check_output_writable(const fs::path& path, std::string_view flag) {
     throw Error(std::string(flag) + ": cannot write " + path.string() + ": " + why);
 }
 
+void check_append_writable(const fs::path& path, std::string_view flag) {
+  if (path.empty() || path == "/dev/null") return;  // null: the user's way to turn it off
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) return check_output_writable(path, flag);
+  auto refuse = [&](const std::string& why) {
+    throw Error(std::string(flag) + ": cannot append to " + path.string() + ": " + why);
+  };
+  if (fs::is_directory(status)) refuse("it is a folder; give a file name");
+  if (!fs::is_regular_file(status)) refuse("not a regular file (GitHub Actions gives one)");
+  // Opened for appending and closed, nothing written: what the run will do.
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) refuse(std::strerror(errno));
+  ::close(fd);
+}
+
 }  // namespace perfgate

@@ -58,4 +58,9 @@ std::string unwritable_reason(const std::filesystem::path& path);
 /// unwritable_reason finds one.
 void check_output_writable(const std::filesystem::path& path, std::string_view flag);
 
+/// The same for a file appended to (GITHUB_STEP_SUMMARY): an existing one must
+/// be a regular file that can be opened for appending now, so that a run is
+/// never measured and stored to end in an error writing its summary.
+void check_append_writable(const std::filesystem::path& path, std::string_view flag);
+
 }  // namespace perfgate
