@@ -144,11 +144,11 @@ TEST_F(StoreFixture, MaxLatencyBaselineIsTheTypicalRunsMaximum) {
 
 // A stored run whose windows say load and service shared a CPU in `pct` % of
 // their samples (the host sampler's per-window figure).
-RunRecord placed_run(int n, double pct, uint64_t rps = 1000) {
+RunRecord placed_run(int n, double pct, uint64_t rps = 1000, int samples = 10) {
   RunRecord run = synthetic_run(n, rps, 2.0);
   nlohmann::json windows = nlohmann::json::array();
   for (const auto& it : run.iterations)
-    windows.push_back({{"iteration", it.index}, {"samples", 4}, {"shared_cpu_pct", pct}});
+    windows.push_back({{"iteration", it.index}, {"samples", samples}, {"shared_cpu_pct", pct}});
   run.host_samples_json = nlohmann::json{{"version", 1}, {"windows", windows}}.dump();
   return run;
 }
@@ -158,10 +158,13 @@ TEST_F(StoreFixture, ARunsPlacementIsItsKeptWindowsSampleWeightedShare) {
   auto windows = nlohmann::json::parse(run.host_samples_json)["windows"];
   windows[0]["shared_cpu_pct"] = 100;  // iteration 0 is discarded: not counted
   windows[1]["shared_cpu_pct"] = 10;
-  windows[1]["samples"] = 8;
+  windows[1]["samples"] = 20;
   run.host_samples_json = nlohmann::json{{"windows", windows}}.dump();
-  EXPECT_DOUBLE_EQ(stored_shared_cpu_pct(run).value(), (10.0 * 8 + 40 * 4 + 40 * 4) / 16);
+  EXPECT_DOUBLE_EQ(stored_shared_cpu_pct(run).value(), (10.0 * 20 + 40 * 10 + 40 * 10) / 40);
   EXPECT_FALSE(stored_shared_cpu_pct(synthetic_run(1, 1000, 2)));  // windows that do not say
+  // 3 kept windows of 6 samples: too few to place the run (kMinPlacementSamples).
+  EXPECT_FALSE(stored_shared_cpu_pct(placed_run(1, 40, 1000, 6)));
+  EXPECT_TRUE(stored_shared_cpu_pct(placed_run(1, 40, 1000, 7)));
 }
 
 TEST_F(StoreFixture, ARunOfOnePlacementClassIsJudgedAgainstRunsOfItsClassOnly) {

@@ -278,9 +278,9 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     Profile judging = judging_profile(profile, plan);
     std::string dropped;
     auto run = screened_run(profile, m, gate, host, dropped);
-    if (selection.baseline && run.host_summary.shared_cpu_pct && !options.baseline_run)
-      selection = choose_baseline(options, store, profile, gate.partial().ci, host,
-                                  run.host_summary.shared_cpu_pct);
+    auto share = placing_share(run.host_summary.shared_cpu_pct, run.host_summary.samples);
+    if (selection.baseline && share && !options.baseline_run)
+      selection = choose_baseline(options, store, profile, gate.partial().ci, host, share);
     std::optional<SequentialSummary> sequential;
     if (plan.extends()) {
       int taken = profile.repeat.count;

@@ -113,8 +113,9 @@ std::string service_line(const HostSummary& h) {
 // "mixed" cost the service differently per request on a few cores.
 std::string placement_text(const HostSummary& h) {
   if (!h.shared_cpu_pct) return "";
+  auto share = placing_share(h.shared_cpu_pct, h.samples);
   return "; load and service on one CPU in " + report::fixed(*h.shared_cpu_pct, 0) +
-         "% of samples (" + placement_class(*h.shared_cpu_pct) + ")";
+         "% of samples (" + (share ? placement_class(*share) : "too few samples to place") + ")";
 }
 
 // Who was busy while measuring: the first thing to read when a run looks odd.

@@ -217,8 +217,9 @@ json load_machine_json(const HostSummary& h) {
               {"memory_available_min_pct", number(h.memory_available_min_pct)},
               {"cpu_pressure_max_pct", number(h.cpu_pressure_max_pct)},
               {"shared_cpu_pct", number(h.shared_cpu_pct)},
-              {"placement_class",
-               h.shared_cpu_pct ? json(placement_class(*h.shared_cpu_pct)) : json(nullptr)},
+              {"placement_class", placing_share(h.shared_cpu_pct, h.samples)
+                                      ? json(placement_class(*h.shared_cpu_pct))
+                                      : json(nullptr)},
               {"service_cpu_us_per_request", number(h.service_cpu_us_per_request)},
               {"doctor_warnings", h.doctor_warnings}};
   // Only when one was attributed: reports of runs without one stay as they were.

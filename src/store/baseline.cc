@@ -165,7 +165,7 @@ std::optional<double> stored_shared_cpu_pct(const RunRecord& run) {
     samples += shares[i]->samples;
   }
   if (samples == 0) return std::nullopt;
-  return weighted / samples;
+  return placing_share(weighted / samples, samples);
 }
 
 Baseline pool_runs(const std::vector<RunRecord>& runs) {

@@ -40,7 +40,8 @@ class PlacementClassCliTest : public ::testing::Test {
       "load": { "threads": 1, "connections": 4, "duration": "300ms", "warmup": "200ms" },
       "repeat": { "count": 3, "discard": 0 },
       "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
-                      "steal": "100%", "memory_available": "0%" },
+                      "steal": "100%", "memory_available": "0%",
+                      "interval": "20ms" },
       "placement": "off" })");
   }
 

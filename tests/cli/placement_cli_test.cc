@@ -74,7 +74,8 @@ class PlacementCliTest : public ::testing::Test {
       "load": { "threads": 1, "connections": 4, "duration": "300ms", "warmup": "200ms" },
       "repeat": { "count": 3, "discard": 0 },
       "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
-                      "steal": "100%", "memory_available": "0%" },
+                      "steal": "100%", "memory_available": "0%",
+                      "interval": "20ms" },
       "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${TARGET_PORT}",
                                "--work", "20us"],
                    "ready_url": "http://127.0.0.1:${TARGET_PORT}/health" })" +
@@ -175,7 +176,8 @@ TEST_F(PlacementCliTest, AWatchedServiceIsPinnedForTheRunOnlyAndThenRestored) {
     "load": { "threads": 1, "connections": 4, "duration": "300ms", "warmup": "200ms" },
     "repeat": { "count": 3, "discard": 0 },
     "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
-                    "steal": "100%", "memory_available": "0%" },
+                    "steal": "100%", "memory_available": "0%",
+                      "interval": "20ms" },
     "placement": { "load": "1", "service": "0" } })");
   std::atomic<bool> done{false};
   std::set<std::string> during;

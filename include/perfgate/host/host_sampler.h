@@ -156,6 +156,17 @@ WindowSummary summarize_window(const std::vector<HostSample>& samples, const Tim
 /// service CPU per request) and 28-61 % (issue 27).
 inline constexpr double kApartBelowSharedPct = 25;
 
+/// Fewer samples that could tell do not place a run (its class is unknown, and
+/// it is comparable with either): at 20 the share's binomial noise is still
+/// about 10 points, and classes this machine showed lie 8 or more from the cut.
+/// A short test run of a few hundred milliseconds is not evidence of placement.
+inline constexpr int kMinPlacementSamples = 20;
+
+/// The share that places a run: `pct` when `samples` reach kMinPlacementSamples.
+inline std::optional<double> placing_share(std::optional<double> pct, int samples) {
+  return samples >= kMinPlacementSamples ? pct : std::nullopt;
+}
+
 /// "apart" or "mixed" (kApartBelowSharedPct).
 inline const char* placement_class(double shared_cpu_pct) {
   return shared_cpu_pct < kApartBelowSharedPct ? "apart" : "mixed";

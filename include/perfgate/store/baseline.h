@@ -61,7 +61,8 @@ struct BaselineSelection {
 
 /// The share of a stored run's kept samples in which a busy load thread and a
 /// busy service thread last ran on one CPU, weighted by samples; nullopt when
-/// its windows do not say (an older run, a remote service).
+/// its windows do not say (an older run, a remote service) or are too few to
+/// place the run (kMinPlacementSamples).
 std::optional<double> stored_shared_cpu_pct(const RunRecord& run);
 
 /// The last `policy.window` runs eligible for `query` (stopping at the newest
