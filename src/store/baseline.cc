@@ -264,18 +264,14 @@ std::string step_text(const RunChangePoint& cp) {
 // otherwise. Says which step it was.
 size_t current_segment(std::vector<RunRecord>& runs, size_t window,
                        std::vector<std::string>& notes) {
-  size_t searched = std::min(runs.size(), static_cast<size_t>(kSegmentRuns));
-  if (searched < 2 * kChangePointMinSegment) return runs.size();
-  std::vector<RunRecord> history(std::make_move_iterator(runs.begin()),
-                                 std::make_move_iterator(runs.begin() + searched));
-  std::reverse(history.begin(), history.end());
-  auto points = history_change_points(history, gated_metrics(history.back()));
-  std::reverse(history.begin(), history.end());
-  std::move(history.begin(), history.end(), runs.begin());
+  if (runs.size() < 2 * kChangePointMinSegment) return runs.size();
+  std::reverse(runs.begin(), runs.end());  // the search wants them oldest first
+  auto points = history_change_points(runs, gated_metrics(runs.back()));
+  std::reverse(runs.begin(), runs.end());
   size_t segment = runs.size();
   const RunChangePoint* newest = nullptr;
   for (const auto& cp : points) {
-    auto at = std::find_if(runs.begin(), runs.begin() + searched,
+    auto at = std::find_if(runs.begin(), runs.end(),
                            [&](const RunRecord& run) { return run.id == cp.run_id; });
     auto since = static_cast<size_t>(at - runs.begin()) + 1;
     if (since < segment) {
@@ -352,22 +348,21 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   bool by_placement = !policy.placement_class.empty();
   auto wanted = window + drift_back;
   // A class of runs may be a minority of the recent history: look further back.
-  // The current segment is found among more runs than the window holds.
-  auto searched = std::max<size_t>(wanted, kSegmentRuns);
   auto runs = store.eligible_runs(
-      query, static_cast<int>(by_placement ? std::max<size_t>(searched, kHistoryRuns) : searched),
+      query, static_cast<int>(by_placement ? std::max<size_t>(wanted, kHistoryRuns) : wanted),
       BaselineStore::Depth::kHeader);
   if (runs.empty()) {
     explain_no_baseline(store, query, s.notes);
     return s;
   }
   if (by_placement) {
-    runs = same_placement(store, std::move(runs), policy, window, searched, s);
+    runs = same_placement(store, std::move(runs), policy, window, wanted, s);
     if (runs.empty()) return s;
   }
+  // The current segment is searched for among the runs read for the drift
+  // guard too: what `store prune --policy` keeps, so pruning changes no baseline.
   if (runs.size() >= 2 * kChangePointMinSegment) store.load_details(runs);
   size_t segment = current_segment(runs, window, s.notes);
-  if (runs.size() > wanted) runs.resize(wanted);  // the drift reference's reach, as before
   std::vector<RunRecord> recent(runs.begin(),
                                 runs.begin() + std::min({window, segment, runs.size()}));
   auto history = measured_history(store, query);

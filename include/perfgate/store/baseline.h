@@ -50,9 +50,6 @@ struct BaselinePolicy {
   double shared_cpu_pct = 0;  // the judged run's, for the notes
 };
 
-/// How many eligible runs select_baseline() searches for a change point.
-inline constexpr int kSegmentRuns = 30;
-
 struct BaselineSelection {
   std::optional<Baseline> baseline;         // nullopt: nothing comparable
   std::optional<Baseline> drift_reference;  // older runs, for the drift guard
@@ -77,7 +74,7 @@ std::optional<double> stored_shared_cpu_pct(const RunRecord& run);
 /// (up to the history's bound): on a few cores the scheduler keeps a run's load
 /// and service apart or mixed for the whole run, and the two cost the service
 /// differently per request (issue 27). When a gated metric of the eligible runs
-/// (up to kSegmentRuns of them) has a change point among the newest
+/// read (window + drift window) has a change point among the newest
 /// `policy.window`, only the runs since the newest one are the baseline: an
 /// accepted step is not averaged with the old level, and a lull does not define
 /// it. Throws Error when the pinned run does not exist or belongs to another
