@@ -217,5 +217,42 @@ TEST_F(StoreFixture, OnlyRunsOfTheOtherPlacementClassLeaveTheRunIncomparable) {
   EXPECT_EQ(s.baseline->run_ids.size(), 1u);
 }
 
+// Issue 27: after a step that passed (an improvement, or a slowdown inside the
+// limits), the runs of the old level are no baseline for the new one.
+TEST_F(StoreFixture, TheBaselineIsTheCurrentSegmentAfterAChangePoint) {
+  std::vector<int64_t> ids;
+  for (int i = 1; i <= 8; ++i) ids.push_back(store.record(synthetic_run(i, 1000, 2.0)));
+  for (int i = 9; i <= 13; ++i) ids.push_back(store.record(synthetic_run(i, 1100, 2.0)));
+  auto query = query_for(synthetic_run(1, 1000, 2));
+  // The search reads window + drift window runs (what store prune keeps): all 13.
+  auto s = select_baseline(store, query, {8, 12, {}});
+  ASSERT_TRUE(s.baseline);
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>{ids[12], ids[11], ids[10], ids[9], ids[8]}));
+  EXPECT_DOUBLE_EQ(s.baseline->sample.pooled.summary.at("throughput_rps"), 1100);
+  ASSERT_FALSE(s.notes.empty());
+  EXPECT_NE(s.notes.back().find("change point at run " + std::to_string(ids[8])), std::string::npos)
+      << s.notes.back();
+  EXPECT_NE(s.notes.back().find("throughput_rps +10.0 %"), std::string::npos) << s.notes.back();
+  // A window inside the new level is the window, as before, and says nothing.
+  auto short_window = select_baseline(store, query, {3, 12, {}});
+  EXPECT_EQ(short_window.baseline->run_ids, (std::vector<int64_t>{ids[12], ids[11], ids[10]}));
+  EXPECT_TRUE(short_window.notes.empty());
+  // Without a drift window only the 8 window runs are read: 3 old and 5 new
+  // runs are too few to call the step significant, and the window stays whole.
+  EXPECT_EQ(select_baseline(store, query, {8, 0, {}}).baseline->run_ids.size(), 8u);
+}
+
+TEST_F(StoreFixture, WithoutAChangePointTheBaselineIsTheLastWindow) {
+  std::vector<int64_t> ids;
+  // Runs that scatter by +-1 % but do not step.
+  for (int i = 1; i <= 13; ++i)
+    ids.push_back(
+        store.record(synthetic_run(i, 1000 + static_cast<uint64_t>((i * 7) % 5) * 5, 2.0)));
+  auto s = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {8, 12, {}});
+  ASSERT_TRUE(s.baseline);
+  EXPECT_EQ(s.baseline->run_ids, (std::vector<int64_t>(ids.rbegin(), ids.rbegin() + 8)));
+  EXPECT_TRUE(s.notes.empty());
+}
+
 }  // namespace
 }  // namespace perfgate

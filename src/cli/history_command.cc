@@ -3,10 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "perfgate/cli/command.h"
 #include "perfgate/core/error.h"
@@ -30,6 +33,7 @@ struct HistoryOptions {
   std::string branch;
   int limit = 20;
   bool json = false;
+  bool change_points = false;
 };
 
 // Reading commands never create a store: a mistyped --store must not leave one.
@@ -83,6 +87,52 @@ json run_json(const RunRecord& run, const RunFigures& figures) {
           {"metrics", metrics}};
 }
 
+// How far back the default branch's history is searched for change points, in
+// runs of the series: enough for E-divisive to see levels, a bound on what
+// `history` reads.
+constexpr int kChangePointRuns = 200;
+
+// The change points of the default branch's history of each series (profile,
+// hash, host) among `runs`, whatever the listing's own branch and limit.
+std::vector<RunChangePoint> change_points_of(BaselineStore& store,
+                                             const std::vector<RunRecord>& runs) {
+  std::vector<RunChangePoint> out;
+  std::set<std::string> seen;
+  for (const auto& newest : runs) {
+    if (!seen.insert(newest.profile_name + '\n' + newest.profile_hash + '\n' + newest.host.key())
+             .second)
+      continue;
+    const std::string& branch =
+        newest.ci.baseline_branch.empty() ? newest.ci.branch : newest.ci.baseline_branch;
+    auto history = main_history(store.runs(newest.profile_name, branch, kChangePointRuns), newest);
+    if (history.empty()) continue;
+    store.load_details(history);
+    auto found = history_change_points(history, gated_metrics(history.back()));
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+json change_point_json(const RunChangePoint& cp) {
+  return {{"metric", cp.metric},
+          {"run_id", cp.run_id},
+          {"commit", cp.commit},
+          {"index", cp.index},
+          {"size_pct", std::isnan(cp.size_pct) ? json(nullptr) : json(cp.size_pct)},
+          {"p", cp.p}};
+}
+
+// One line per change point: the run that opened the new level, its commit,
+// the step and its p-value.
+std::string change_point_line(const RunChangePoint& cp) {
+  char p[16];
+  std::snprintf(p, sizeof p, "%.3f", cp.p);
+  std::string size = std::isnan(cp.size_pct) ? "from 0" : report::format_change(cp.size_pct);
+  return "change point: run " + std::to_string(cp.run_id) +
+         (cp.commit.empty() ? "" : " (commit " + report::short_id(cp.commit, 7) + ")") + " " +
+         report::one_line(cp.metric) + " " + size + " p=" + p + "\n";
+}
+
 std::string table_line(const std::vector<std::string>& cells, const std::vector<size_t>& width) {
   std::string line;
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -98,9 +148,30 @@ int history(const HistoryOptions& opt) {
   std::vector<RunRecord> runs;
   for (const auto& header : store.runs(opt.profile_name, opt.branch, opt.limit))
     if (auto run = store.run(header.id)) runs.push_back(std::move(*run));
+  auto points = change_points_of(store, runs);
+  if (opt.change_points) {
+    if (opt.json) {
+      json out = json::array();
+      for (const auto& cp : points) out.push_back(change_point_json(cp));
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    for (const auto& cp : points) std::cout << change_point_line(cp);
+    if (points.empty()) std::cout << "(no change points)\n";
+    return 0;
+  }
+  auto opened = [&](const RunRecord& run) {
+    json out = json::array();
+    for (const auto& cp : points)
+      if (cp.run_id == run.id) out.push_back(change_point_json(cp));
+    return out;
+  };
   if (opt.json) {
     json out = json::array();
-    for (const auto& run : runs) out.push_back(run_json(run, stored_run_figures(run)));
+    for (const auto& run : runs) {
+      out.push_back(run_json(run, stored_run_figures(run)));
+      out.back()["change_points"] = opened(run);
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -113,17 +184,20 @@ int history(const HistoryOptions& opt) {
       auto it = figures.find(key);
       return it == figures.end() ? std::string("-") : report::format_value(it->second, unit);
     };
+    auto flags = flags_of(run);
+    if (!opened(run).empty()) flags.push_back("change-point");
     rows.push_back({std::to_string(run.id), run.created_at, report::one_line(run.profile_name),
                     report::one_line(run.ci.branch), report::short_id(run.ci.commit, 7),
                     figure(kKeyMetrics[0], "req/s"), figure(kKeyMetrics[1], "ms"),
                     figure(kKeyMetrics[2], "%"), std::string(to_string(run.verdict)),
-                    report::join(flags_of(run), ",")});
+                    report::join(flags, ",")});
   }
   std::vector<size_t> width(rows.front().size(), 0);
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   for (const auto& row : rows) std::cout << table_line(row, width);
   if (runs.empty()) std::cout << "(no runs)\n";
+  for (const auto& cp : points) std::cout << change_point_line(cp);
   if (auto pruned = pruned_summary(store); !pruned.empty()) std::cout << pruned << "\n";
   return 0;
 }
@@ -176,6 +250,8 @@ void register_history(CommandSet& commands) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", opt->json, "Print JSON (an array of runs) instead of a table");
+  cmd->add_flag("--change-points", opt->change_points,
+                "List only the change points of the default branch's history (E-divisive)");
   commands.add(cmd, [opt](const CommandContext&) { return history(*opt); });
 }
 

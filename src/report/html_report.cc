@@ -199,6 +199,28 @@ std::string series_svg(const HtmlReportInput& in, const Scale& s, std::string_vi
   return line + "\"/>" + points;
 }
 
+// A dashed vertical line where a change point of `metric` opened a new level,
+// titled with the run, its commit, the step and its p-value.
+std::string change_points_svg(const HtmlReportInput& in, const Scale& s, std::string_view metric) {
+  std::string out;
+  for (const RunChangePoint& cp : in.change_points) {
+    if (cp.metric != metric) continue;
+    auto at = std::find_if(in.runs.begin(), in.runs.end(),
+                           [&](const RunPoint& run) { return run.id == cp.run_id; });
+    if (at == in.runs.end()) continue;
+    double x = s.x(position(in, static_cast<size_t>(at - in.runs.begin())));
+    std::string text = "change point: run " + std::to_string(cp.run_id);
+    if (!cp.commit.empty()) text += " commit " + report::short_id(cp.commit, 7);
+    text += " " +
+            (std::isnan(cp.size_pct) ? std::string("from 0") : report::format_change(cp.size_pct)) +
+            " p=" + report::fixed(cp.p, 3);
+    out += "<line class=\"change-point\" x1=\"" + num(x) + "\" x2=\"" + num(x) + "\" y1=\"" +
+           num(kTop) + "\" y2=\"" + num(kHeight - kBottom) + "\"><title>" + esc(text) +
+           "</title></line>";
+  }
+  return out;
+}
+
 std::string chart(const HtmlReportInput& in, std::string_view metric) {
   Band band = band_of(in, metric);
   Scale s = scale_of(in, metric, band);
@@ -209,7 +231,8 @@ std::string chart(const HtmlReportInput& in, std::string_view metric) {
          esc(metric) + "\" viewBox=\"" + box + "\" width=\"" + num(kWidth) + "\" height=\"" +
          num(kHeight) + "\" role=\"img\"><title>" + esc(metric) + " over " +
          std::to_string(history_size(in)) + " runs</title>" + band_svg(band, s, metric) +
-         axes_svg(in, s, metric) + series_svg(in, s, metric) + "</svg>\n";
+         axes_svg(in, s, metric) + change_points_svg(in, s, metric) + series_svg(in, s, metric) +
+         "</svg>\n";
 }
 
 std::string row(const std::vector<std::string>& cells, const char* tag) {
@@ -264,6 +287,7 @@ svg.chart { border: 1px solid #ddd; background: #fff; display: block; }
 .series { fill: none; stroke: #1565c0; stroke-width: 1.5; }
 .point { fill: #1565c0; } .point.warn { fill: #f9a825; } .point.fail { fill: #c62828; }
 .saturated { fill: none; stroke: #c62828; stroke-width: 2; }
+.change-point { stroke: #6a1b9a; stroke-width: 1.5; stroke-dasharray: 6 3; }
 .axis { font-size: 11px; fill: #555; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 4px 8px; }
 td { text-align: right; } td:first-child { text-align: left; }
@@ -305,6 +329,9 @@ HtmlReportInput html_input(const std::vector<RunRecord>& runs) {
   in.profile_name = runs.back().profile_name;
   in.baseline = baseline_index(runs);
   in.thresholds = stored_thresholds(runs.back());
+  auto history = main_history(runs, runs.back());
+  if (!history.empty())
+    in.change_points = history_change_points(history, gated_metrics(runs.back()));
   return in;
 }
 
@@ -315,7 +342,8 @@ std::string html_report(const HtmlReportInput& in) {
       esc(title) + "</title>\n" + kStyle + "</head>\n<body>\n<h1>" + esc(title) + "</h1>\n<p>" +
       std::to_string(history_size(in)) +
       " runs, oldest first. Shaded: the baseline with the warn limit either side; "
-      "red squares: saturated runs (inconclusive).</p>\n" +
+      "red squares: saturated runs (inconclusive); dashed purple lines: change points of "
+      "the default branch's history.</p>\n" +
       sample_note(in);
   for (std::string_view metric : kCharted)
     if (measured(in, metric)) out += chart(in, metric);

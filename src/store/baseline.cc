@@ -4,10 +4,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <map>
 #include <set>
 
+#include "perfgate/core/change_points.h"
 #include "perfgate/core/error.h"
 #include "perfgate/host/host_sampler.h"
+#include "perfgate/store/stored_run.h"
 
 namespace perfgate {
 namespace {
@@ -238,7 +243,96 @@ std::vector<RunRecord> same_placement(BaselineStore& store, std::vector<RunRecor
   return kept;
 }
 
+std::string short_commit(const std::string& commit) {
+  return commit.substr(0, 7);
+}
+
+std::string step_text(const RunChangePoint& cp) {
+  std::string size = std::isnan(cp.size_pct) ? "from 0" : [&] {
+    char text[32];
+    std::snprintf(text, sizeof text, "%+.1f %%", cp.size_pct);
+    return std::string(text);
+  }();
+  char p[16];
+  std::snprintf(p, sizeof p, "%.3f", cp.p);
+  return cp.metric + " " + size + ", p=" + p;
+}
+
+// How many of `runs` (newest first, details loaded) are the current segment:
+// the runs since the newest change point of a gated metric, when it lies among
+// the newest `window` and leaves at least a minimum segment; `runs.size()`
+// otherwise. Says which step it was.
+size_t current_segment(std::vector<RunRecord>& runs, size_t window,
+                       std::vector<std::string>& notes) {
+  if (runs.size() < 2 * kChangePointMinSegment) return runs.size();
+  std::reverse(runs.begin(), runs.end());  // the search wants them oldest first
+  auto points = history_change_points(runs, gated_metrics(runs.back()));
+  std::reverse(runs.begin(), runs.end());
+  size_t segment = runs.size();
+  const RunChangePoint* newest = nullptr;
+  for (const auto& cp : points) {
+    auto at = std::find_if(runs.begin(), runs.end(),
+                           [&](const RunRecord& run) { return run.id == cp.run_id; });
+    auto since = static_cast<size_t>(at - runs.begin()) + 1;
+    if (since < segment) {
+      segment = since;
+      newest = &cp;
+    }
+  }
+  size_t needed = std::min(window, kChangePointMinSegment);
+  if (!newest || segment >= std::min(window, runs.size()) || segment < needed) return runs.size();
+  notes.push_back("change point at run " + std::to_string(newest->run_id) +
+                  (newest->commit.empty() ? "" : " (commit " + short_commit(newest->commit) + ")") +
+                  ": " + step_text(*newest) + "; the baseline is the " + std::to_string(segment) +
+                  " run(s) since, not the level before it");
+  return segment;
+}
+
 }  // namespace
+
+std::vector<std::string> gated_metrics(const RunRecord& run) {
+  std::vector<std::string> out;
+  for (const auto& [key, limits] : stored_thresholds(run))
+    if (limits.any()) out.push_back(key);
+  if (out.empty()) out = {"throughput_rps", "latency_p99_ms"};
+  return out;
+}
+
+std::vector<RunRecord> main_history(const std::vector<RunRecord>& runs, const RunRecord& newest) {
+  const std::string& branch =
+      newest.ci.baseline_branch.empty() ? newest.ci.branch : newest.ci.baseline_branch;
+  std::vector<RunRecord> out;
+  for (const auto& run : runs)
+    if (run.profile_name == newest.profile_name && run.profile_hash == newest.profile_hash &&
+        run.host.key() == newest.host.key() && run.ci.branch == branch && run.kind == "gate" &&
+        measured_its_code(run))
+      out.push_back(run);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return out;
+}
+
+std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& history,
+                                                  const std::vector<std::string>& metrics) {
+  std::vector<std::map<std::string, double, std::less<>>> figures;
+  for (const auto& run : history) figures.push_back(stored_run_figures(run).summary);
+  std::vector<RunChangePoint> out;
+  for (const auto& metric : metrics) {
+    std::vector<double> values;
+    std::vector<size_t> at;  // index in `history` of each value
+    for (size_t i = 0; i < history.size(); ++i)
+      if (auto it = figures[i].find(metric); it != figures[i].end() && std::isfinite(it->second)) {
+        values.push_back(it->second);
+        at.push_back(i);
+      }
+    for (const auto& cp : find_change_points(values)) {
+      const RunRecord& run = history[at[cp.index]];
+      out.push_back({metric, run.id, run.ci.commit, at[cp.index], cp.relative_size * 100, cp.p});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.index < b.index; });
+  return out;
+}
 
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy) {
@@ -265,7 +359,12 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
     runs = same_placement(store, std::move(runs), policy, window, wanted, s);
     if (runs.empty()) return s;
   }
-  std::vector<RunRecord> recent(runs.begin(), runs.begin() + std::min(window, runs.size()));
+  // The current segment is searched for among the runs read for the drift
+  // guard too: what `store prune --policy` keeps, so pruning changes no baseline.
+  if (runs.size() >= 2 * kChangePointMinSegment) store.load_details(runs);
+  size_t segment = current_segment(runs, window, s.notes);
+  std::vector<RunRecord> recent(runs.begin(),
+                                runs.begin() + std::min({window, segment, runs.size()}));
   auto history = measured_history(store, query);
   auto replicates = loaded(store, failed_replicates(history, recent, query));
   if (by_placement)  // the same code measured in the other class is no replicate of this one

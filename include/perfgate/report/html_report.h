@@ -8,6 +8,7 @@
 
 #include "perfgate/core/metrics.h"
 #include "perfgate/core/verdict.h"
+#include "perfgate/store/baseline.h"
 #include "perfgate/store/run_record.h"
 
 namespace perfgate {
@@ -36,6 +37,9 @@ struct HtmlReportInput {
   size_t history_size = 0;
   /// What `store prune` deleted (pruned_summary()); empty when nothing.
   std::string pruned;
+  /// Change points of the latest run's default-branch history among `runs`
+  /// (history_change_points()): a dashed vertical line in that metric's chart.
+  std::vector<RunChangePoint> change_points;
 };
 
 /// Summarizes a stored run; its iterations must be loaded (BaselineStore::run()).
@@ -45,11 +49,13 @@ RunPoint run_point(const RunRecord& run);
 /// baseline is picked as the gate picks it (the newest earlier run eligible as a
 /// baseline, same hash and host, on the latest run's baseline branch), and the
 /// limits come from the latest run's stored profile (none when it does not parse).
+/// The change points are those of the default branch's runs among `runs`
+/// (main_history()), in the metrics the latest run gates.
 HtmlReportInput html_input(const std::vector<RunRecord>& runs);
 
 /// One self-contained HTML page: an inline SVG trend chart per metric (throughput,
 /// p50, p99, error rate; the service's CPU per request when the runs measured it) with
-/// the baseline band and saturated runs marked, then a
+/// the baseline band, saturated runs and change points marked, then a
 /// table of the latest run against its baseline. A sample of a longer history is
 /// drawn at its places in it; there, points of one kind that fall on the same
 /// pixel are one marker whose title names every run in it, so the file stays

@@ -74,9 +74,39 @@ std::optional<double> stored_shared_cpu_pct(const RunRecord& run);
 /// runs of the other class are left out and older ones of its class looked for
 /// (up to the history's bound): on a few cores the scheduler keeps a run's load
 /// and service apart or mixed for the whole run, and the two cost the service
-/// differently per request (issue 27). Throws Error when the pinned run does not exist or
-/// belongs to another profile or hash.
+/// differently per request (issue 27). When a gated metric of the eligible runs
+/// read (window + drift window) has a change point among the newest
+/// `policy.window`, only the runs since the newest one are the baseline: an
+/// accepted step is not averaged with the old level, and a lull does not define
+/// it. Throws Error when the pinned run does not exist or belongs to another
+/// profile or hash.
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy);
+
+/// A change point in a stored history (change_points.h): the run that opened the
+/// new segment of one metric.
+struct RunChangePoint {
+  std::string metric;
+  int64_t run_id = 0;
+  std::string commit;
+  size_t index = 0;     // of that run in the history searched, oldest first
+  double size_pct = 0;  // the step, median after / median before - 1, in %; NaN from 0
+  double p = 1;         // permutation p-value
+};
+
+/// The metrics a history is searched in: those with limits in `run`'s stored
+/// profile (the gated ones); throughput and p99 when it gates none or no longer parses.
+std::vector<std::string> gated_metrics(const RunRecord& run);
+
+/// The default branch's history of `newest`'s series among `runs` (any order):
+/// same profile, hash and host, on its baseline branch (its own branch without
+/// one), runs that measured their code (complete gate runs, not saturated, not
+/// rejected). Oldest first; `newest` included when it qualifies.
+std::vector<RunRecord> main_history(const std::vector<RunRecord>& runs, const RunRecord& newest);
+
+/// Change points of each of `metrics` over `history` (oldest first, iterations
+/// loaded), in run order. A run without a figure of a metric is skipped for it.
+std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& history,
+                                                  const std::vector<std::string>& metrics);
 
 }  // namespace perfgate
