@@ -114,6 +114,10 @@ std::string redacted_url(const std::string& url) {
   return url.substr(0, colon + 1) + "<redacted>" + url.substr(at);
 }
 
+std::string shown_url(const TargetSpec& target) {
+  return target.url_as_written.empty() ? redacted_url(target.url) : target.url_as_written;
+}
+
 }  // namespace perfgate
 
 namespace perfgate::profile_detail {
@@ -175,13 +179,13 @@ static std::function<bool(std::string_view)> secret_headers(const Profile& p,
 }
 
 static json request_json(const TargetSpec& t, const Profile& p, const Names& templated) {
-  json out = {{"url", redacted_url(t.url)},
+  json out = {{"url", shown_url(t)},
               {"method", t.method},
               {"headers", redacted_pairs(t.headers, secret_headers(p, templated))}};
   if (!t.body_file.empty())
     out["body_file"] = t.body_file;
   else
-    out["body"] = t.body;
+    out["body"] = t.body_as_written.empty() ? t.body : t.body_as_written;
   if (&t == &p.target) {  // connection options belong to the target, not to mix entries
     out["tls_verify"] = t.tls_verify;
     out["http_version"] = t.http_version;
