@@ -118,13 +118,25 @@ bool has(const Doc* object, const char* key) {
   return object && object->is_object() && object->contains(key);
 }
 
+/// The URL as written from its path on, after the origin it expands to: a
+/// host or port from the environment is no secret, and the stored profile must
+/// stay a URL that parses; a token in the path or query is shown as ${VAR}.
+/// Empty when nothing past the origin was substituted.
+std::string written_url(const std::string& written, const std::string& expanded) {
+  size_t scheme = written.find("://");
+  size_t from = scheme == std::string::npos ? written.find('}') : scheme + 3;
+  size_t rest = from == std::string::npos ? from : written.find_first_of("/?#", from);
+  if (rest == std::string::npos || written.find("${", rest) == std::string::npos) return "";
+  return redacted_url(url_origin(expanded) + written.substr(rest));
+}
+
 /// Notes the URL and body as written wherever a ${VAR} went into them, so
 /// that only the written form is ever shown. A mix entry inherits what it
 /// does not set, as read_request() does.
 void note_templates(Profile& profile, const Doc& raw) {
   const Doc* target = has(&raw, "target") ? &raw["target"] : nullptr;
   TargetSpec& base = profile.target;
-  if (auto url = templated(target, "url")) base.url_as_written = redacted_url(*url);
+  if (auto url = templated(target, "url")) base.url_as_written = written_url(*url, base.url);
   if (auto body = templated(target, "body")) base.body_as_written = *body;
   const Doc* mix = has(target, "requests") ? &(*target)["requests"] : nullptr;
   for (size_t i = 0; i < profile.requests.size(); ++i) {
@@ -132,13 +144,11 @@ void note_templates(Profile& profile, const Doc& raw) {
     TargetSpec& request = profile.requests[i];
     request.url_as_written.clear();
     if (has(entry, "url")) {
-      if (auto url = templated(entry, "url")) request.url_as_written = redacted_url(*url);
+      if (auto url = templated(entry, "url"))
+        request.url_as_written = written_url(*url, request.url);
     } else if (has(entry, "path")) {
-      auto path = templated(entry, "path");
-      if (path || !base.url_as_written.empty())
-        request.url_as_written =
-            url_origin(shown_url(base)) +
-            (path ? *path : request.url.substr(url_origin(request.url).size()));
+      if (auto path = templated(entry, "path"))
+        request.url_as_written = redacted_url(url_origin(request.url) + *path);
     } else {
       request.url_as_written = base.url_as_written;
     }
