@@ -384,7 +384,14 @@ TEST(SecretInUrlAndBodyCliTest, ExpandedValuesAreShownAsTheirVariables) {
     "url": "http://127.0.0.1:)" + std::to_string(demo.port()) +
                                    R"(/${PATH_SECRET}/x?token=${QUERY_SECRET}&page=1",
     "method": "POST",
-    "body": "{\"key\": \"${BODY_SECRET}\"}"
+    "body": "{\"key\": \"${BODY_SECRET}\"}",
+    "requests": [
+      { "name": "inherits" },
+      { "name": "own-url", "url": "http://127.0.0.1:)" +
+                                   std::to_string(demo.port()) +
+                                   R"(/q?k=${QUERY_SECRET}", "body": "${BODY_SECRET}" },
+      { "name": "own-path", "path": "/${PATH_SECRET}" }
+    ]
   },
   "load": { "threads": 1, "connections": 2, "duration": "200ms", "warmup": "0s" },
   "repeat": { "count": 2, "discard": 0 },
