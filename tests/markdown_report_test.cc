@@ -81,5 +81,25 @@ TEST(MarkdownReportTest, HostileNamesAreEscaped) {
   EXPECT_EQ(md.find('\x1b'), std::string::npos);
 }
 
+// A pull request comment holding "@octocat" notifies octocat, "#12" links issue
+// 12: in names from the user a WORD JOINER after the sign keeps both inert.
+TEST(MarkdownReportTest, MentionsAndIssueReferencesInNamesStayInert) {
+  const std::string joiner = "\u2060";
+  GateResult r = testing::pass_result();
+  r.ci.branch = "fix/@octocat-and-#12";
+  r.ci.baseline_branch = "@org/team";
+  r.profile_name = "shop #7 for @admin";
+  std::string md = markdown_report(r);
+  for (const char* live : {"@octocat", "#12", "@org", "#7", "@admin"})
+    EXPECT_EQ(md.find(live), std::string::npos) << live << " stays live in:\n" << md;
+  EXPECT_NE(md.find("fix/@" + joiner + "octocat-and-#" + joiner + "12"), std::string::npos) << md;
+  EXPECT_NE(md.find("## perfgate shop #" + joiner + "7 for @" + joiner + "admin"),
+            std::string::npos)
+      << md;
+  // A '#' or '@' that is no reference stays as it is.
+  r.ci.branch = "a#b @ c";
+  EXPECT_NE(markdown_report(r).find("a#b @ c"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -13,6 +13,7 @@
 
 #include "perfgate/cli/command.h"
 #include "perfgate/core/error.h"
+#include "perfgate/core/printable.h"
 #include "perfgate/gate/gate.h"
 #include "perfgate/gate/progress.h"
 #include "perfgate/gate/store_access.h"
@@ -232,8 +233,9 @@ int review(const ReviewOptions& opt, const std::string& state, const EnvLookup& 
   }
   store.set_review(opt.run_id, {state, opt.reason, reviewer(env),
                                 utc_timestamp(std::chrono::system_clock::now())});
-  std::cout << name << " (profile " << run->profile_name << ", branch " << run->ci.branch
-            << ", commit " << report::short_id(run->ci.commit, 7) << ") " << state
+  std::cout << name << " (profile " << printable(run->profile_name) << ", branch "
+            << printable(run->ci.branch) << ", commit "
+            << printable(report::short_id(run->ci.commit, 7)) << ") " << state
             << (state == "accepted" ? ": it is the baseline of the runs after it"
                                     : ": it is never a baseline")
             << "\n";

@@ -50,6 +50,16 @@ HeaderList header_list(const std::vector<std::string>& headers) {
 
 }  // namespace
 
+std::string without_userinfo(const std::string& url) {
+  size_t start = url.find("://");
+  if (start == std::string::npos) return url;
+  start += 3;
+  size_t end = url.find_first_of("/?#", start);
+  size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
+  if (at == std::string::npos || at < start) return url;
+  return url.substr(0, start) + "***" + url.substr(at);
+}
+
 HttpResponse HttpClient::send(const HttpRequest& request) const {
   static std::once_flag init;
   std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -80,7 +90,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
   CURLcode rc = curl_easy_perform(h);
-  std::string what = request.method + " " + request.url;
+  std::string what = request.method + " " + without_userinfo(request.url);
   if (rc == CURLE_ABORTED_BY_CALLBACK) throw Error(what + ": interrupted by a signal");
   if (rc != CURLE_OK)
     throw Error(what + ": " + (*error ? std::string(error) : curl_easy_strerror(rc)));

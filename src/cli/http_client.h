@@ -25,6 +25,10 @@ struct HttpResponse {
   std::string body;
 };
 
+/// `url` with any user:password@ replaced by ***@: what messages show of an
+/// API address, which may carry credentials.
+std::string without_userinfo(const std::string& url);
+
 /// Sends requests with a bounded time each; a set `stop` flag (SIGINT,
 /// SIGTERM) aborts the request under way.
 class HttpClient {

@@ -6,6 +6,7 @@
 
 #include "perfgate/cli/command.h"
 #include "perfgate/core/error.h"
+#include "perfgate/core/printable.h"
 #include "perfgate/gate/gate.h"
 #include "perfgate/gate/store_access.h"
 #include "perfgate/report/benchmark_export.h"
@@ -103,8 +104,8 @@ int run_report(const ReportOptions& opt) {
   auto store = open_existing(opt.store_path);
   auto in = report_input(store, opt);
   write_text(opt.store_path, opt.html_path, "--html", html_report(in));
-  std::cout << "wrote " << opt.html_path.string() << " (" << in.history_size << " runs of \""
-            << in.profile_name << "\"";
+  std::cout << "wrote " << printable(opt.html_path.string()) << " (" << in.history_size
+            << " runs of \"" << printable(in.profile_name) << "\"";
   if (in.history_size > in.runs.size()) std::cout << ", " << in.runs.size() << " charted";
   std::cout << ")\n";
   return 0;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "perfgate/cli/command.h"
+#include "perfgate/core/printable.h"
 #include "perfgate/gate/gate.h"
 
 namespace perfgate {
@@ -72,8 +73,9 @@ void register_validate_command(CommandSet& commands) {
   validate->add_option("profile", *path, "Profile file, or recipe:NAME")->required();
   commands.add(validate, [path](const CommandContext& ctx) {
     auto profile = load_profile(*path, ctx.env);
-    std::cout << path->string() << ": ok (profile \"" << profile.name << "\", hash "
-              << profile.hash.substr(0, 12) << ", " << profile.repeat.count << " x "
+    // Escaped: a path or name holding "\n::error::" would forge a workflow command.
+    std::cout << printable(path->string()) << ": ok (profile \"" << printable(profile.name)
+              << "\", hash " << profile.hash.substr(0, 12) << ", " << profile.repeat.count << " x "
               << format_duration(profile.load.duration) << ", " << profile.load.connections
               << " connections)\n";
     return 0;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/core/error.h"
+#include "perfgate/core/printable.h"
 
 namespace perfgate {
 namespace {
@@ -33,6 +34,54 @@ std::string required(const EnvLookup& env, const char* name, const std::string& 
 std::string without_trailing_slash(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();
   return url;
+}
+
+// A token goes into one header line as it is: a CR or LF would end that line
+// and start a header (or a request) of the token's choosing, and no real token
+// holds a space or a control byte. Refused before any request; never echoed.
+std::string checked_token(std::string token, const std::string& name) {
+  for (unsigned char c : token)
+    if (c <= 0x20 || c == 0x7f)
+      throw Error("comment: " + name +
+                  " holds a space, a line break or a control byte; no token does (check how "
+                  "it was set)");
+  return token;
+}
+
+// owner/name, as GitHub spells them: a slash, "..", '?' or '#' in either part
+// would move the request (and the token) to another API path.
+std::string checked_repository(const std::string& repository) {
+  auto part_ok = [](std::string_view part) {
+    if (part.empty() || part == "." || part == "..") return false;
+    return std::all_of(part.begin(), part.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+  };
+  auto slash = repository.find('/');
+  bool ok = slash != std::string::npos && repository.size() <= 200 &&
+            part_ok(std::string_view(repository).substr(0, slash)) &&
+            part_ok(std::string_view(repository).substr(slash + 1));
+  if (!ok)
+    throw Error(
+        "comment: GITHUB_REPOSITORY must be owner/name (letters, digits, '_', '.', '-'), "
+        "got \"" +
+        printable(repository.substr(0, 200)) + "\"");
+  return repository;
+}
+
+// A GitLab project is its number or its URL-encoded path (group%2Fproject); an
+// IID is a number. Anything else would move the request elsewhere.
+std::string checked_path_part(const std::string& value, const char* name, bool digits_only) {
+  bool ok = !value.empty() && value.size() <= 200 && value != "." && value != "..";
+  for (char c : value)
+    ok = ok && (std::isdigit(static_cast<unsigned char>(c)) ||
+                (!digits_only && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                                  c == '.' || c == '-' || c == '%')));
+  if (!ok)
+    throw Error(std::string("comment: ") + name + " must be " +
+                (digits_only ? "a number" : "a project's number or URL-encoded path") + ", got \"" +
+                printable(value.substr(0, 200)) + "\"");
+  return value;
 }
 
 std::optional<int64_t> event_pull_request(const std::string& event_path) {
@@ -96,18 +145,29 @@ std::string status_hint(long status, const CommentThread& thread) {
   return "unexpected answer";
 }
 
-// The response, when 2xx; else one line that says what failed and what to check.
-HttpResponse checked(const HttpClient& http, const CommentThread& thread, HttpRequest request) {
+HttpResponse sent(const HttpClient& http, const CommentThread& thread, HttpRequest request) {
   request.headers = thread.headers;
   request.headers.push_back("Content-Type: application/json");
-  spdlog::debug("comment: {} {}", request.method, request.url);
-  auto response = http.send(request);
-  if (response.status >= 200 && response.status < 300) return response;
+  spdlog::debug("comment: {} {}", request.method, without_userinfo(request.url));
+  return http.send(request);
+}
+
+// One line that says what failed and what to check.
+[[noreturn]] void refuse(const CommentThread& thread, const HttpRequest& request,
+                         const HttpResponse& response) {
   auto said = server_message(response.body, thread.token);
   throw Error("comment: " + thread.forge + " answered HTTP " + std::to_string(response.status) +
-              " to " + request.method + " " + request.url +
+              " to " + request.method + " " + without_userinfo(request.url) +
               (said.empty() ? "" : " (" + said + ")") + ": " +
               status_hint(response.status, thread));
+}
+
+// The response, when 2xx; else refused.
+HttpResponse checked(const HttpClient& http, const CommentThread& thread,
+                     const HttpRequest& request) {
+  auto response = sent(http, thread, request);
+  if (response.status >= 200 && response.status < 300) return response;
+  refuse(thread, request, response);
 }
 
 json parsed(const HttpResponse& response, const std::string& what) {
@@ -116,19 +176,61 @@ json parsed(const HttpResponse& response, const std::string& what) {
   return j;
 }
 
+/// Whose comments perfgate may edit: the token's own user's, and no one
+/// else's, whatever marker their text holds (anyone may paste it).
+struct OwnUser {
+  std::string login;
+  bool bot_only = false;  // the user must also be of type "Bot"
+};
+
+// The user the token belongs to, from GET {api}/user, asked once.
+OwnUser own_user(const HttpClient& http, const CommentThread& thread) {
+  HttpRequest request{"GET", thread.user_url, {}, ""};
+  auto response = sent(http, thread, request);
+  if (response.status == 403 && thread.forge == "GitHub") {
+    // GitHub Actions' GITHUB_TOKEN is an installation token: /user answers 403
+    // for it, and what it writes is by the user github-actions[bot] of type
+    // Bot. So those comments, and only those, are perfgate's then (a person's
+    // login cannot hold brackets, and the type rules out every other account).
+    return {"github-actions[bot]", true};
+  }
+  if (response.status < 200 || response.status >= 300) refuse(thread, request, response);
+  auto what = "GET " + without_userinfo(thread.user_url);
+  auto user = parsed(response, what);
+  const char* key = thread.forge == "GitHub" ? "login" : "username";
+  auto login = user.is_object() ? user.find(key) : user.end();
+  if (!user.is_object() || login == user.end() || !login->is_string() ||
+      login->get<std::string>().empty())
+    throw Error("comment: " + what + ": the answer names no " + key);
+  return {login->get<std::string>(), false};
+}
+
+bool written_by(const json& comment, const CommentThread& thread, const OwnUser& self) {
+  auto user = comment.find(thread.forge == "GitHub" ? "user" : "author");
+  if (user == comment.end() || !user->is_object()) return false;
+  auto login = user->find(thread.forge == "GitHub" ? "login" : "username");
+  if (login == user->end() || !login->is_string() || login->get<std::string>() != self.login)
+    return false;
+  if (!self.bot_only) return true;
+  auto type = user->find("type");
+  return type != user->end() && type->is_string() && type->get<std::string>() == "Bot";
+}
+
 std::optional<int64_t> find_marked(const HttpClient& http, const CommentThread& thread,
-                                   const std::string& marker) {
+                                   const std::string& marker, const OwnUser& self) {
   for (int page = 1; page <= kMaxPages; ++page) {
     std::string url = thread.list_url +
                       (thread.list_url.find('?') == std::string::npos ? "?" : "&") +
                       "per_page=" + std::to_string(kPerPage) + "&page=" + std::to_string(page);
-    auto comments = parsed(checked(http, thread, {"GET", url, {}, ""}), "GET " + url);
-    if (!comments.is_array()) throw Error("comment: GET " + url + ": the answer is not a list");
+    auto what = "GET " + without_userinfo(url);
+    auto comments = parsed(checked(http, thread, {"GET", url, {}, ""}), what);
+    if (!comments.is_array()) throw Error("comment: " + what + ": the answer is not a list");
     for (const auto& c : comments) {
+      if (!c.is_object()) continue;
       auto body = c.find("body");
       auto id = c.find("id");
       if (body != c.end() && body->is_string() && id != c.end() && id->is_number_integer() &&
-          body->get<std::string>().find(marker) != std::string::npos)
+          body->get<std::string>().find(marker) != std::string::npos && written_by(c, thread, self))
         return id->get<int64_t>();
     }
     if (comments.size() < static_cast<size_t>(kPerPage)) return std::nullopt;
@@ -161,12 +263,14 @@ CommentThread github_thread(const EnvLookup& env, std::optional<int64_t> number)
   CommentThread t;
   t.forge = "GitHub";
   t.token_variable = "GITHUB_TOKEN";
-  t.token = required(env, "GITHUB_TOKEN",
-                     "give the step env: GITHUB_TOKEN: ${{ github.token }} (with permissions "
-                     "pull-requests: write)");
+  t.token = checked_token(required(env, "GITHUB_TOKEN",
+                                   "give the step env: GITHUB_TOKEN: ${{ github.token }} (with "
+                                   "permissions pull-requests: write)"),
+                          "GITHUB_TOKEN");
   auto api = without_trailing_slash(variable(env, "GITHUB_API_URL"));
   if (api.empty()) api = "https://api.github.com";
-  auto repository = required(env, "GITHUB_REPOSITORY", "it names the repository (owner/name)");
+  auto repository = checked_repository(
+      required(env, "GITHUB_REPOSITORY", "it names the repository (owner/name)"));
   if (!number) number = event_pull_request(variable(env, "GITHUB_EVENT_PATH"));
   if (!number) number = ref_pull_request(variable(env, "GITHUB_REF"));
   if (!number)
@@ -180,6 +284,7 @@ CommentThread github_thread(const EnvLookup& env, std::optional<int64_t> number)
   t.create_url = t.list_url;
   t.item_url_prefix = api + "/repos/" + repository + "/issues/comments/";
   t.update_method = "PATCH";
+  t.user_url = api + "/user";
   t.headers = {"Authorization: Bearer " + t.token, "Accept: application/vnd.github+json",
                "X-GitHub-Api-Version: 2022-11-28"};
   t.not_found_hint = "check GITHUB_REPOSITORY (" + repository + ") and pull request " + n +
@@ -197,19 +302,23 @@ CommentThread gitlab_thread(const EnvLookup& env, std::optional<int64_t> number)
     throw Error(
         "comment: neither PERFGATE_GITLAB_TOKEN nor GITLAB_TOKEN is set; give a project "
         "access token with the api scope (CI_JOB_TOKEN cannot post notes)");
+  checked_token(t.token, t.token_variable);
   auto api = without_trailing_slash(required(env, "CI_API_V4_URL", "it is GitLab's API address"));
-  auto project = required(env, "CI_PROJECT_ID", "it names the project");
+  auto project = checked_path_part(required(env, "CI_PROJECT_ID", "it names the project"),
+                                   "CI_PROJECT_ID", false);
   std::string iid = number ? std::to_string(*number) : variable(env, "CI_MERGE_REQUEST_IID");
   if (iid.empty())
     throw Error(
         "comment: not a merge request pipeline: CI_MERGE_REQUEST_IID is not set (run the "
         "job with rules: - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"); or give "
         "--number N");
+  checked_path_part(iid, "CI_MERGE_REQUEST_IID", true);
   t.request = "merge request !" + iid;
   t.list_url = api + "/projects/" + project + "/merge_requests/" + iid + "/notes?sort=asc";
   t.create_url = api + "/projects/" + project + "/merge_requests/" + iid + "/notes";
   t.item_url_prefix = t.create_url + "/";
   t.update_method = "PUT";
+  t.user_url = api + "/user";
   t.headers = {"PRIVATE-TOKEN: " + t.token};
   t.not_found_hint = "check CI_PROJECT_ID (" + project + ") and merge request !" + iid +
                      ", and that the token's user can see the project";
@@ -220,13 +329,14 @@ CommentOutcome post_sticky_comment(const HttpClient& http, const CommentThread& 
                                    const std::string& marker, const std::string& markdown) {
   std::string payload = json{{"body", comment_body(marker, markdown)}}.dump(
       -1, ' ', false, json::error_handler_t::replace);  // a stray byte is no reason to fail
-  if (auto id = find_marked(http, thread, marker)) {
+  auto self = own_user(http, thread);
+  if (auto id = find_marked(http, thread, marker, self)) {
     checked(http, thread,
             {thread.update_method, thread.item_url_prefix + std::to_string(*id), {}, payload});
     return {false, *id};
   }
   auto created = parsed(checked(http, thread, {"POST", thread.create_url, {}, payload}),
-                        "POST " + thread.create_url);
+                        "POST " + without_userinfo(thread.create_url));
   auto id = created.find("id");
   return {true, id != created.end() && id->is_number_integer() ? id->get<int64_t>() : 0};
 }

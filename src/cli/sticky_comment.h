@@ -22,6 +22,7 @@ struct CommentThread {
   std::string create_url;            // POST here
   std::string item_url_prefix;       // + id: the URL of one comment
   std::string update_method;         // PATCH (GitHub) or PUT (GitLab)
+  std::string user_url;              // who the token is: only its own comments are edited
   std::vector<std::string> headers;  // authentication included: never printed
   std::string token;                 // to keep it out of every message
   std::string token_variable;        // where it came from, for the hints
@@ -45,7 +46,8 @@ struct CommentOutcome {
   int64_t id = 0;
 };
 
-/// Finds the comment holding `marker` (every page of the list), replaces its
+/// Finds the comment holding `marker` that the token's own user wrote (every
+/// page of the list; GET user_url says who that is), replaces its
 /// text with the marker and `markdown`, or creates it. Throws Error with one
 /// line (status, what the server said, what to check) on any answer but 2xx.
 CommentOutcome post_sticky_comment(const HttpClient& http, const CommentThread& thread,

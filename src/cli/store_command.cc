@@ -12,6 +12,7 @@
 #include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/exit_status.h"
+#include "perfgate/core/printable.h"
 #include "perfgate/gate/gate.h"
 #include "perfgate/gate/store_access.h"
 #include "perfgate/report/output_file.h"
@@ -65,9 +66,9 @@ int check(const StoreOptions& opt) {
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
   auto problems = check_store(store);
   for (const auto& problem : problems)
-    std::cout << opt.store_path.string() << ": " << problem << "\n";
+    std::cout << printable(opt.store_path.string()) << ": " << printable(problem) << "\n";
   if (problems.empty())
-    std::cout << opt.store_path.string() << ": ok (" << store.run_count() << " runs)\n";
+    std::cout << printable(opt.store_path.string()) << ": ok (" << store.run_count() << " runs)\n";
   return to_int(problems.empty() ? ExitStatus::kPass : ExitStatus::kError);
 }
 
@@ -94,8 +95,8 @@ int import_from(const StoreOptions& opt) {
     };
   auto counts = import_runs(store, in, opt.import_path.string(), progress);
   if (progress) std::cerr << "\r\033[K";
-  std::cout << opt.store_path.string() << ": imported " << counts.added << " runs, skipped "
-            << counts.skipped << " already stored\n";
+  std::cout << printable(opt.store_path.string()) << ": imported " << counts.added
+            << " runs, skipped " << counts.skipped << " already stored\n";
   return 0;
 }
 
@@ -121,12 +122,12 @@ int prune(const StoreOptions& opt) {
     auto policy = policy_of(opt);
     auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
     auto result = prune_by_policy(store, policy);
-    std::cout << opt.store_path.string() << ": pruned " << result.deleted << " runs, "
+    std::cout << printable(opt.store_path.string()) << ": pruned " << result.deleted << " runs, "
               << result.kept << " left";
     if (policy.max_bytes) std::cout << ", " << megabytes(result.bytes);
     std::cout << " (every baseline the next runs can use is kept)\n";
     if (result.over_size)
-      std::cerr << opt.store_path.string() << ": still " << megabytes(result.bytes)
+      std::cerr << printable(opt.store_path.string()) << ": still " << megabytes(result.bytes)
                 << ", more than --max-size " << opt.max_size
                 << ": what judging needs takes that much\n";
     return 0;
@@ -137,8 +138,8 @@ int prune(const StoreOptions& opt) {
   if (!opt.older_than.empty()) rule.older_than = age_flag(opt.older_than);
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
   auto deleted = prune_runs(store, rule);
-  std::cout << opt.store_path.string() << ": pruned " << deleted << " runs, " << store.run_count()
-            << " left\n";
+  std::cout << printable(opt.store_path.string()) << ": pruned " << deleted << " runs, "
+            << store.run_count() << " left\n";
   return 0;
 }
 
@@ -148,7 +149,7 @@ int migrate(const StoreOptions& opt) {
   check_store_file(opt.store_path);
   int before = stored_schema_version(opt.store_path);
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
-  std::cout << opt.store_path.string() << ": ";
+  std::cout << printable(opt.store_path.string()) << ": ";
   if (before == store.schema_version())
     std::cout << "already at schema " << before;
   else

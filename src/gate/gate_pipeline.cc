@@ -97,7 +97,7 @@ GateResult assemble(const Profile& profile, const RunRecord& run, const Judgemen
   r.profile_name = profile.name;
   r.profile_hash = profile.hash;
   r.profile_source = profile.source.string();
-  r.target_url = redacted_url(profile.target.url);
+  r.target_url = shown_url(profile.target);
   r.verdict = judgement.verdict;
   r.exit_code = exit_status_of(judgement.verdict);
   r.checks = judgement.checks;

@@ -350,18 +350,17 @@ std::string window_figures(const Measurement& m, int index) {
 // starved load thread (or service) may have stalled through the window, and the
 // run is inconclusive, not an error.
 void require_responses(const Profile& profile, const Measurement& m, Saturation& saturation) {
-  const std::string& url = profile.target.url;
+  const std::string url = shown_url(profile.target);
   for (const auto* it : m.load.kept()) {
     if (it->stats.responses > 0) continue;
     uint64_t errors = it->stats.errors.total();
     const ErrorCounts& e = it->stats.errors;
     // A server that answered with something that is not HTTP did answer: say what it sent.
-    std::string what = e.invalid > 0
-                           ? "no valid response from " + redacted_url(url) + " in iteration " +
-                                 std::to_string(it->index + 1) + ": " + e.invalid_text()
-                           : "no response from " + redacted_url(url) + " in iteration " +
-                                 std::to_string(it->index + 1) + " (" + std::to_string(errors) +
-                                 " socket errors)";
+    std::string what = e.invalid > 0 ? "no valid response from " + url + " in iteration " +
+                                           std::to_string(it->index + 1) + ": " + e.invalid_text()
+                                     : "no response from " + url + " in iteration " +
+                                           std::to_string(it->index + 1) + " (" +
+                                           std::to_string(errors) + " socket errors)";
     if (errors > 0) throw Error(what);
     // A run saturated in a minority of its windows is judged; the one that
     // stalled may be among them, and then the busy host explains it.

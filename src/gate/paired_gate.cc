@@ -247,7 +247,7 @@ GateResult paired_result(const PairedContext& c, PairedState& s, const RunOption
                          const std::optional<SequentialSummary>& sequential) {
   GateResult r = assemble(c.profile, s.p.cand, s.look.judgement, s.look.selection);
   r.baseline_commit = s.p.base.ci.commit;
-  PairedSummary paired{redacted_url(c.base_profile.target.url),
+  PairedSummary paired{shown_url(c.base_profile.target),
                        s.p.base.ci.commit,
                        std::nullopt,
                        s.p.cand.pair,

@@ -550,7 +550,7 @@ void refuse_broken_h2c(const std::vector<TargetSpec>& requests) {
   if (info->version_num >= 0x080000) return;
   for (const auto& r : requests) {
     if (r.http_version == "2" && same_name(std::string_view(r.url).substr(0, 7), "http://"))
-      throw Error("HTTP/2 over plain http:// (" + redacted_url(r.url) +
+      throw Error("HTTP/2 over plain http:// (" + shown_url(r) +
                   ") needs libcurl 8.0.0 or later: libcurl " + info->version +
                   " fails every request after a connection's first (curl issue 10634); "
                   "use https:// or http_version \"1.1\"");
@@ -640,10 +640,10 @@ void curl_probe(const TargetSpec& target, Nanos timeout) {
                   code == CURLE_WEIRD_SERVER_REPLY;
   // The target did answer these: "cannot reach" would send the user looking at the network.
   if (answered)
-    throw Error(redacted_url(target.url) + " answered, but " + probe_failure(code) +
+    throw Error(shown_url(target) + " answered, but " + probe_failure(code) +
                 "; perfgate needs valid HTTP/1.1 or HTTP/2 answers");
   if (code != CURLE_OK)
-    throw Error("cannot reach " + redacted_url(target.url) + ": " + probe_failure(code));
+    throw Error("cannot reach " + shown_url(target) + ": " + probe_failure(code));
 }
 
 }  // namespace perfgate

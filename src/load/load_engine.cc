@@ -39,7 +39,7 @@ std::string native_engine_refusal(const std::vector<TargetSpec>& requests) {
   std::optional<HttpUrl> first;
   for (const auto& r : requests) {
     if (!native_engine_serves(r))
-      return "the native engine speaks plain http:// HTTP/1.1 only, not " + redacted_url(r.url) +
+      return "the native engine speaks plain http:// HTTP/1.1 only, not " + shown_url(r) +
              (r.http_version == "2" ? " over HTTP/2" : "");
     HttpUrl url;
     try {
@@ -63,8 +63,7 @@ std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const LoadPl
   const auto requests = requests_of(plan);
   for (const auto& r : requests) {
     if (!starts_with_nocase(r.url, "http://") && !starts_with_nocase(r.url, "https://"))
-      throw Error("cannot load " + redacted_url(r.url) +
-                  ": only http:// and https:// URLs are supported");
+      throw Error("cannot load " + shown_url(r) + ": only http:// and https:// URLs are supported");
   }
   if (kind == "curl") return std::make_unique<CurlEngine>();
   // "auto" takes the native engine wherever it can: it costs half the client

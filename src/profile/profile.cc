@@ -103,6 +103,66 @@ Profile load_profile(const std::filesystem::path& path, const EnvLookup& env) {
   return parse_profile(recipe->text, name, env);
 }
 
+namespace {
+
+/// A string member of `object` as written, when it takes a ${VAR}.
+const std::string* templated(const Doc* object, const char* key) {
+  if (!object || !object->is_object()) return nullptr;
+  auto it = object->find(key);
+  if (it == object->end() || !it->is_string()) return nullptr;
+  const auto& text = it->get_ref<const std::string&>();
+  return text.find("${") == std::string::npos ? nullptr : &text;
+}
+
+bool has(const Doc* object, const char* key) {
+  return object && object->is_object() && object->contains(key);
+}
+
+/// The URL as written from its path on, after the origin it expands to: a
+/// host or port from the environment is no secret, and the stored profile must
+/// stay a URL that parses; a token in the path or query is shown as ${VAR}.
+/// Empty when nothing past the origin was substituted.
+std::string written_url(const std::string& written, const std::string& expanded) {
+  size_t scheme = written.find("://");
+  size_t from = scheme == std::string::npos ? written.find('}') : scheme + 3;
+  size_t rest = from == std::string::npos ? from : written.find_first_of("/?#", from);
+  if (rest == std::string::npos || written.find("${", rest) == std::string::npos) return "";
+  return redacted_url(url_origin(expanded) + written.substr(rest));
+}
+
+/// Notes the URL and body as written wherever a ${VAR} went into them, so
+/// that only the written form is ever shown. A mix entry inherits what it
+/// does not set, as read_request() does.
+void note_templates(Profile& profile, const Doc& raw) {
+  const Doc* target = has(&raw, "target") ? &raw["target"] : nullptr;
+  TargetSpec& base = profile.target;
+  if (auto url = templated(target, "url")) base.url_as_written = written_url(*url, base.url);
+  if (auto body = templated(target, "body")) base.body_as_written = *body;
+  const Doc* mix = has(target, "requests") ? &(*target)["requests"] : nullptr;
+  for (size_t i = 0; i < profile.requests.size(); ++i) {
+    const Doc* entry = mix && mix->is_array() && i < mix->size() ? &(*mix)[i] : nullptr;
+    TargetSpec& request = profile.requests[i];
+    request.url_as_written.clear();
+    if (has(entry, "url")) {
+      if (auto url = templated(entry, "url"))
+        request.url_as_written = written_url(*url, request.url);
+    } else if (has(entry, "path")) {
+      if (auto path = templated(entry, "path"))
+        request.url_as_written = redacted_url(url_origin(request.url) + *path);
+    } else {
+      request.url_as_written = base.url_as_written;
+    }
+    request.body_as_written.clear();
+    if (has(entry, "body")) {
+      if (auto body = templated(entry, "body")) request.body_as_written = *body;
+    } else if (!has(entry, "body_file")) {
+      request.body_as_written = base.body_as_written;
+    }
+  }
+}
+
+}  // namespace
+
 Profile parse_profile(std::string_view text, const std::string& source_name, const EnvLookup& env) {
   Doc raw = parse_json(text, source_name);
   JsonSourceMap map = JsonSourceMap::scan(text);
@@ -112,6 +172,7 @@ Profile parse_profile(std::string_view text, const std::string& source_name, con
   Profile profile = read_profile(substitute(raw, "", env, problems), problems, base_dir);
   if (!problems.empty()) throw ProfileError(source_name, std::move(problems).by_line());
   profile.source = source_name;
+  note_templates(profile, raw);
   profile.hash = profile_hash(profile, raw);
   profile.redacted_json = redacted_profile_json(profile, raw);
   return profile;
@@ -123,6 +184,9 @@ Profile paired_baseline_side(const Profile& profile) {
   Profile side = profile;
   auto to_baseline = [&](TargetSpec& t) {
     t.url = paired.origin + t.url.substr(url_origin(t.url).size());
+    if (!t.url_as_written.empty())
+      t.url_as_written = redacted_url(paired.origin) +
+                         t.url_as_written.substr(url_origin(t.url_as_written).size());
   };
   to_baseline(side.target);
   for (auto& request : side.requests) to_baseline(request);

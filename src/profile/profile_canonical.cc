@@ -114,6 +114,10 @@ std::string redacted_url(const std::string& url) {
   return url.substr(0, colon + 1) + "<redacted>" + url.substr(at);
 }
 
+std::string shown_url(const TargetSpec& target) {
+  return target.url_as_written.empty() ? redacted_url(target.url) : target.url_as_written;
+}
+
 }  // namespace perfgate
 
 namespace perfgate::profile_detail {
@@ -174,14 +178,22 @@ static std::function<bool(std::string_view)> secret_headers(const Profile& p,
   };
 }
 
+static std::string escaped_templates(std::string text) {
+  for (size_t at = text.find("${"); at != std::string::npos; at = text.find("${", at + 3))
+    text.insert(at, "$");
+  return text;
+}
+
 static json request_json(const TargetSpec& t, const Profile& p, const Names& templated) {
-  json out = {{"url", redacted_url(t.url)},
+  // The stored profile is read back without the environment: "$${" keeps a
+  // ${VAR} shown instead of its value as text.
+  json out = {{"url", escaped_templates(shown_url(t))},
               {"method", t.method},
               {"headers", redacted_pairs(t.headers, secret_headers(p, templated))}};
   if (!t.body_file.empty())
     out["body_file"] = t.body_file;
   else
-    out["body"] = t.body;
+    out["body"] = t.body_as_written.empty() ? t.body : escaped_templates(t.body_as_written);
   if (&t == &p.target) {  // connection options belong to the target, not to mix entries
     out["tls_verify"] = t.tls_verify;
     out["http_version"] = t.http_version;

@@ -28,6 +28,12 @@ bool is_intraword_underscore(const std::string& text, size_t i) {
 // Escaped text never starts a line here (cells start with "| ", list items with a
 // label), so only inline syntax needs escaping: emphasis, code, links, raw HTML,
 // entities, table pipes, strikethrough and GitHub's $math$.
+//
+// A branch name, commit subject or profile name may hold "@someone" or "#12":
+// in a pull request comment GitHub would notify that user or link that issue.
+// A WORD JOINER (U+2060) after the '@' or '#' breaks the reference and stays
+// invisible, so the text reads as written (backticks would show it as code and
+// need escaping of their own; a backslash does not stop a mention).
 std::string md(std::string_view raw) {
   std::string text = report::one_line(raw);
   std::string out;
@@ -35,6 +41,10 @@ std::string md(std::string_view raw) {
     bool active = std::string_view("\\`*_[]<>|~&$").find(text[i]) != std::string_view::npos;
     if (active && !is_intraword_underscore(text, i)) out += '\\';
     out += text[i];
+    char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if ((text[i] == '@' && (is_alnum(next) || next == '-')) ||
+        (text[i] == '#' && std::isdigit(static_cast<unsigned char>(next))))
+      out += "\u2060";
   }
   return out;
 }

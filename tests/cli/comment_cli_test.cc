@@ -124,7 +124,7 @@ TEST_F(CommentCliTest, GithubCreatesOnceThenUpdatesTheSameComment) {
   for (size_t i = before; i < calls.size(); ++i)
     made.push_back(calls[i].method + " " + calls[i].target);
   EXPECT_EQ(made, (std::vector<std::string>{
-                      "GET /repos/octo/shop/issues/7/comments?per_page=100&page=1",
+                      "GET /user", "GET /repos/octo/shop/issues/7/comments?per_page=100&page=1",
                       "GET /repos/octo/shop/issues/7/comments?per_page=100&page=2",
                       "PATCH /repos/octo/shop/issues/comments/" + std::to_string(id)}));
   EXPECT_EQ(forge_.comments().size(), 151u);
@@ -229,9 +229,7 @@ TEST_F(CommentCliTest, ASilentServerIsBoundedByTimeout) {
   auto r = comment(github(), {"--timeout", "500ms"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("GET " + forge_.url("/repos/octo/shop/issues/7/comments")),
-            std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("GET " + forge_.url("/user")), std::string::npos) << r.err;
 }
 
 TEST_F(CommentCliTest, SigintEndsAWaitingRequest) {
@@ -264,6 +262,131 @@ TEST_F(CommentCliTest, KeyThatCouldEndTheMarkerIsRefused) {
   auto r = comment(github(), {"--key", "a-->b"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_TRUE(forge_.calls().empty());
+}
+
+// Anyone may paste the marker into a comment of theirs: only the token's own
+// user's comment is perfgate's to edit.
+TEST_F(CommentCliTest, AMarkedCommentByAnotherUserIsLeftAlone) {
+  const std::string planted = "<!-- perfgate:summary -->\nplanted by someone else";
+  int64_t theirs = forge_.add_comment(planted, "mallory");
+  auto r = comment(github());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& call : forge_.calls()) EXPECT_NE(call.method, "PATCH") << call.target;
+  ASSERT_EQ(forge_.comments().size(), 2u);
+  EXPECT_EQ(forge_.comments()[0], std::make_pair(theirs, planted));
+  EXPECT_EQ(forge_.calls().front().method + " " + forge_.calls().front().target, "GET /user");
+  // perfgate's own comment, once there, is the one updated.
+  int64_t own = forge_.comments()[1].first;
+  testing::write_file(dir_ / "summary.md", "second\n");
+  auto again = comment(github());
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(forge_.calls().back().target,
+            "/repos/octo/shop/issues/comments/" + std::to_string(own));
+  EXPECT_EQ(forge_.comments()[0].second, planted);
+}
+
+TEST_F(CommentCliTest, AnInstallationTokenUpdatesOnlyTheActionsBotsComment) {
+  // GITHUB_TOKEN in Actions: GET /user answers 403, comments are github-actions[bot]'s.
+  forge_.act_as_installation_token();
+  const std::string planted = "<!-- perfgate:summary -->\nnot the bot";
+  forge_.add_comment(planted, "github-actions[bot]", "User");
+  forge_.add_comment(planted, "mallory", "Bot");
+  auto first = comment(github());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(forge_.calls().back().method, "POST");
+  ASSERT_EQ(forge_.comments().size(), 3u);
+  int64_t own = forge_.comments()[2].first;
+  auto second = comment(github());
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(forge_.calls().back().method + " " + forge_.calls().back().target,
+            "PATCH /repos/octo/shop/issues/comments/" + std::to_string(own));
+  EXPECT_EQ(forge_.comments()[0].second, planted);
+  EXPECT_EQ(forge_.comments()[1].second, planted);
+}
+
+TEST_F(CommentCliTest, AMarkedNoteByAnotherGitlabUserIsLeftAlone) {
+  const std::string planted = "<!-- perfgate:summary -->\nplanted";
+  forge_.add_comment(planted, "mallory");
+  auto r = comment(gitlab());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(forge_.calls().back().method, "POST");
+  EXPECT_EQ(forge_.comments()[0].second, planted);
+  EXPECT_EQ(forge_.calls().front().target, "/api/v4/user");
+}
+
+TEST_F(CommentCliTest, ATokenThatWouldInjectAHeaderIsRefusedBeforeAnyRequest) {
+  for (const std::string& token :
+       {std::string(kToken) + "\r\nX-Injected: 1", std::string(kToken) + "\n",
+        std::string("tok en"), std::string("tok\x01") + kToken, std::string("tok\x7f")}) {
+    auto env = github();
+    env["GITHUB_TOKEN"] = token;
+    auto r = comment(env);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("GITHUB_TOKEN holds a space, a line break or a control byte"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find(token.substr(0, 5)), std::string::npos) << r.err;
+    auto lab = gitlab();
+    lab["PERFGATE_GITLAB_TOKEN"] = token;
+    auto g = comment(lab);
+    EXPECT_EQ(g.exit_code, 3) << g.err;
+    EXPECT_NE(g.err.find("PERFGATE_GITLAB_TOKEN holds"), std::string::npos) << g.err;
+  }
+  EXPECT_TRUE(forge_.calls().empty());
+}
+
+TEST_F(CommentCliTest, ARepositoryThatIsNotOwnerSlashNameIsRefusedBeforeAnyRequest) {
+  for (const char* repository : {"o/r/../../../admin?x=", "octo", "octo/", "/shop", "../shop",
+                                 "octo/..", "./shop", "octo/shop#x", "octo/sh op", "octo/shop/"}) {
+    auto env = github();
+    env["GITHUB_REPOSITORY"] = repository;
+    auto r = comment(env);
+    EXPECT_EQ(r.exit_code, 3) << repository << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("GITHUB_REPOSITORY must be owner/name"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(forge_.calls().empty());
+  // Dots, dashes and underscores are names GitHub allows.
+  auto env = github();
+  env["GITHUB_REPOSITORY"] = "my.org-1/the_shop.js";
+  ASSERT_EQ(comment(env).exit_code, 0);
+  EXPECT_EQ(forge_.calls().back().target, "/repos/my.org-1/the_shop.js/issues/7/comments");
+}
+
+TEST_F(CommentCliTest, AGitlabProjectOrIidThatWouldMoveTheRequestIsRefused) {
+  auto env = gitlab();
+  env["CI_PROJECT_ID"] = "42/../../admin";
+  EXPECT_EQ(comment(env).exit_code, 3);
+  env = gitlab();
+  env["CI_MERGE_REQUEST_IID"] = "12?x=";
+  EXPECT_EQ(comment(env).exit_code, 3);
+  EXPECT_TRUE(forge_.calls().empty());
+}
+
+TEST_F(CommentCliTest, TheApiUrlsPasswordIsNeverPrinted) {
+  auto env = github();
+  env["GITHUB_API_URL"] = "http://ci-user:pa55-in-url@127.0.0.1:" + std::to_string(forge_.port());
+  forge_.fail_with(500, "{}");
+  for (const char* level : {"info", "trace"}) {
+    auto r = comment(env, {"--log-level", level});
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_NE(r.err.find("http://***@127.0.0.1:" + std::to_string(forge_.port()) + "/user"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("pa55-in-url"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("pa55-in-url"), std::string::npos) << r.out;
+    EXPECT_EQ(r.err.find("ci-user"), std::string::npos) << r.err;
+  }
+  // And when no answer comes at all (curl's own failure).
+  env["GITHUB_API_URL"] =
+      "http://ci-user:pa55-in-url@127.0.0.1:" + std::to_string(testing::unused_port());
+  auto r = comment(env);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("http://***@127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("pa55-in-url"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("pa55-in-url"), std::string::npos) << r.out;
 }
 
 }  // namespace

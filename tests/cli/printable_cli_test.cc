@@ -72,5 +72,50 @@ TEST(PrintableCliTest, Row10_AHostileStorePathIsPrintableOnStdout) {
   EXPECT_NE(check.out.find("s\\x1b[2J\\x07tore.db: ok"), std::string::npos) << check.out;
 }
 
+// A line of stdout that starts with "::" is a workflow command on GitHub
+// Actions: a file name holding "\n::error::" must not start one.
+bool forges_a_workflow_command(const std::string& out) {
+  return out.starts_with("::") || out.find("\n::") != std::string::npos;
+}
+
+TEST(PrintableCliTest, APathWithALineBreakForgesNoWorkflowCommand) {
+  TempDir dir;
+  const std::string forged = "\n::error title=forged::pwned\n";
+  auto profile = dir / ("p" + forged + "x.json");
+  testing::write_file(profile, R"({"name": "n",
+    "target": {"url": "http://127.0.0.1:1/"}})");
+  auto store = dir / ("s" + forged + "x.db");
+  auto html = dir / ("r" + forged + "x.html");
+  BaselineStore::open(store);
+  std::vector<std::vector<std::string>> commands = {
+      {"validate", profile.string()},
+      {"store", "check", "--store", store.string()},
+      {"store", "prune", "--keep", "5", "--store", store.string()},
+      {"store", "migrate", "--store", store.string()},
+  };
+  for (auto args : commands) {
+    args.insert(args.begin(), testing::perfgate_binary());
+    auto r = testing::run_command(args, {{"GITHUB_ACTIONS", "true"}});
+    EXPECT_EQ(r.exit_code, 0) << args[1] << " " << args[2] << ": " << r.out << r.err;
+    EXPECT_FALSE(forges_a_workflow_command(r.out)) << args[1] << " " << args[2] << ":\n" << r.out;
+    EXPECT_FALSE(forges_a_workflow_command(r.err)) << r.err;
+    EXPECT_NE(r.out.find("\\x0a::error title=forged::pwned\\x0a"), std::string::npos) << r.out;
+  }
+  // report --html needs a run in the store.
+  testing::DemoServerProcess demo;
+  testing::write_file(dir / "ok.json", R"({"name": "n", "target": {"url": ")" + demo.url() +
+                                           R"("}, "load": {"threads": 1,
+    "connections": 1, "duration": "100ms", "warmup": "0s"}, "repeat": {"count": 1, "discard": 0}})");
+  auto run = testing::run_command(
+      {testing::perfgate_binary(), "run", (dir / "ok.json").string(), "--store", store.string()});
+  ASSERT_LE(run.exit_code, 2) << run.err;
+  auto report = testing::run_command(
+      {testing::perfgate_binary(), "report", "--html", html.string(), "--store", store.string()});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_FALSE(forges_a_workflow_command(report.out)) << report.out;
+  EXPECT_NE(report.out.find("r\\x0a::error title=forged::pwned\\x0ax.html"), std::string::npos)
+      << report.out;
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -369,5 +369,87 @@ TEST_F(SecretCliTest, PasswordInTheUrlIsNotWritten) {
   expect_no_secret_anywhere(6);
 }
 
+// A ${VAR} in the URL's query or path, or in the body, is as secret as one in a
+// header: the demo server gets the value; every output shows `${VAR}` instead.
+TEST(SecretInUrlAndBodyCliTest, ExpandedValuesAreShownAsTheirVariables) {
+  TempDir dir;
+  testing::DemoServerProcess demo;
+  const std::string query_secret = random_secret("qry");
+  const std::string path_secret = random_secret("pth");
+  const std::string body_secret = random_secret("bdy");
+  auto profile = dir / "profile.json";
+  testing::write_file(profile, R"({
+  "name": "url-secret",
+  "target": {
+    "url": "http://127.0.0.1:)" + std::to_string(demo.port()) +
+                                   R"(/${PATH_SECRET}/x?token=${QUERY_SECRET}&page=1",
+    "method": "POST",
+    "body": "{\"key\": \"${BODY_SECRET}\"}",
+    "requests": [
+      { "name": "inherits" },
+      { "name": "own-url", "url": "http://127.0.0.1:)" +
+                                   std::to_string(demo.port()) +
+                                   R"(/q?k=${QUERY_SECRET}", "body": "${BODY_SECRET}" },
+      { "name": "own-path", "path": "/${PATH_SECRET}" }
+    ]
+  },
+  "load": { "threads": 1, "connections": 2, "duration": "200ms", "warmup": "0s" },
+  "repeat": { "count": 2, "discard": 0 },
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "0%" },
+  "thresholds": { "error_rate": { "max": "100%" } }
+})");
+  std::map<std::string, std::string> env = {
+      {"QUERY_SECRET", query_secret}, {"PATH_SECRET", path_secret}, {"BODY_SECRET", body_secret}};
+  auto store = dir / "store.db";
+  std::vector<std::pair<std::string, std::string>> printed;
+  auto perfgate = [&](const std::string& label, std::vector<std::string> args) {
+    args.insert(args.begin(), {testing::perfgate_binary(), "--log-level", "trace"});
+    auto r = testing::run_command(args, env, dir.path());
+    printed.push_back({label + " stdout", r.out});
+    printed.push_back({label + " stderr", r.err});
+    return r;
+  };
+  auto run =
+      perfgate("run", {"run", profile.string(), "--store", store.string(), "--json",
+                       (dir / "result.json").string(), "--junit", (dir / "junit.xml").string(),
+                       "--summary", (dir / "summary.md").string()});
+  ASSERT_LE(run.exit_code, 2) << run.out << run.err;
+  EXPECT_GT(demo.requests_served(), 0u);
+  const std::string shown = "/${PATH_SECRET}/x?token=${QUERY_SECRET}&page=1";
+  EXPECT_NE(run.out.find(shown), std::string::npos) << run.out;
+  EXPECT_NE(testing::read_file(dir / "result.json").find(shown), std::string::npos);
+  auto exported = perfgate("store export", {"store", "export", "--store", store.string()});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("${BODY_SECRET}"), std::string::npos) << exported.out;
+  EXPECT_NE(exported.out.find("${QUERY_SECRET}"), std::string::npos) << exported.out;
+  EXPECT_EQ(perfgate("validate", {"validate", profile.string()}).exit_code, 0);
+  perfgate("history", {"history", "--store", store.string()});
+  // The stored profile reads back (without the environment) to judge the run again.
+  auto again = perfgate("compare", {"compare", "1", "--store", store.string()});
+  EXPECT_LE(again.exit_code, 2) << again.err;
+  // An error that names the URL: nothing listens there.
+  auto dead = std::to_string(testing::unused_port());
+  auto text = testing::read_file(profile);
+  text.replace(text.find(std::to_string(demo.port())), std::to_string(demo.port()).size(), dead);
+  testing::write_file(profile, text);
+  auto unreachable = perfgate("unreachable", {"run", profile.string()});
+  EXPECT_EQ(unreachable.exit_code, 3) << unreachable.err;
+  EXPECT_NE(unreachable.err.find("?token=${QUERY_SECRET}"), std::string::npos) << unreachable.err;
+
+  size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path()))
+    if (entry.is_regular_file() && entry.path() != profile) {
+      printed.push_back({entry.path().string(), testing::read_file(entry.path())});
+      ++files;
+    }
+  EXPECT_GE(files, 4u) << "the reports and the store should all be there";
+  for (const auto& secret : {query_secret, path_secret, body_secret})
+    for (const auto& [where, bytes] : printed)
+      EXPECT_EQ(bytes.find(secret.substr(secret.size() - 24)), std::string::npos)
+          << "a secret in " << where << ":\n"
+          << bytes.substr(0, 4000);
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -1,9 +1,9 @@
 #pragma once
 
 // A GitHub or GitLab API on 127.0.0.1, as far as perfgate comment uses it:
-// list a pull/merge request's comments (paged), create one, update one. It
-// records every call, and can be told to answer everything with one status,
-// or to never answer at all.
+// say who the token is (GET .../user), list a pull/merge request's comments
+// (paged, each with its author), create one, update one. It records every call, and can be told to
+// answer everything with one status, or to never answer at all.
 
 #include <sys/socket.h>
 
@@ -37,11 +37,21 @@ class FakeForge {
     return "http://127.0.0.1:" + std::to_string(port()) + path;
   }
 
-  /// A comment that is already there (someone else's).
-  int64_t add_comment(const std::string& body) {
+  /// A comment that is already there (by default someone else's).
+  int64_t add_comment(const std::string& body, const std::string& login = "a-reviewer",
+                      const std::string& type = "User") {
     std::lock_guard lock(mutex_);
     comments_.emplace_back(next_id_, body);
+    authors_[next_id_] = {login, type};
     return next_id_++;
+  }
+  /// The token's own user: what GET .../user answers and who writes new comments.
+  static constexpr const char* kSelf = "perfgate-ci";
+  /// As GitHub Actions' GITHUB_TOKEN: GET /user answers 403, and new comments
+  /// are by github-actions[bot], a Bot.
+  void act_as_installation_token() {
+    std::lock_guard lock(mutex_);
+    installation_token_ = true;
   }
   /// From now on every request gets `status` with `body`.
   void fail_with(int status, std::string body) {
@@ -130,10 +140,19 @@ class FakeForge {
     }
     if (fail_status_) return http(fail_status_, fail_body_);
     std::string path = call.target.substr(0, call.target.find('?'));
+    if (path.ends_with("/user") && call.method == "GET") {
+      if (installation_token_)
+        return http(403, R"({"message":"Resource not accessible by integration"})");
+      return http(200,
+                  nlohmann::json{{"login", kSelf}, {"username", kSelf}, {"type", "User"}}.dump());
+    }
     bool list = path.ends_with("/comments") || path.ends_with("/notes");
     if (list && call.method == "GET") return page(call.target);
     if (list && call.method == "POST") {
       comments_.emplace_back(next_id_, nlohmann::json::parse(call.body)["body"].get<std::string>());
+      authors_[next_id_] = installation_token_
+                               ? std::pair<std::string, std::string>{"github-actions[bot]", "Bot"}
+                               : std::pair<std::string, std::string>{kSelf, "User"};
       return http(201, nlohmann::json{{"id", next_id_++}}.dump());
     }
     if (call.method == "PATCH" || call.method == "PUT") {
@@ -153,14 +172,21 @@ class FakeForge {
     if (per_page == 0) per_page = 30;
     if (number == 0) number = 1;
     auto items = nlohmann::json::array();
-    for (size_t i = (number - 1) * per_page; i < comments_.size() && i < number * per_page; ++i)
-      items.push_back({{"id", comments_[i].first}, {"body", comments_[i].second}});
+    for (size_t i = (number - 1) * per_page; i < comments_.size() && i < number * per_page; ++i) {
+      const auto& [login, type] = authors_[comments_[i].first];
+      items.push_back({{"id", comments_[i].first},
+                       {"body", comments_[i].second},
+                       {"user", {{"login", login}, {"type", type}}},
+                       {"author", {{"username", login}}}});
+    }
     return http(200, items.dump());
   }
 
   mutable std::mutex mutex_;
   std::vector<Call> calls_;
   std::vector<std::pair<int64_t, std::string>> comments_;
+  std::map<int64_t, std::pair<std::string, std::string>> authors_;  // login, type
+  bool installation_token_ = false;
   int64_t next_id_ = 1000;
   int fail_status_ = 0;
   std::string fail_body_;

@@ -19,6 +19,11 @@ namespace perfgate {
 /// weighted mix of several, each inheriting what it does not set from `target`.
 struct TargetSpec {
   std::string url;
+  // The URL and body as written, where they take a ${VAR}: what reports,
+  // messages and the store show instead (a token in a query string is as
+  // secret as one in a header). Empty when nothing was substituted.
+  std::string url_as_written;
+  std::string body_as_written;
   std::string method = "GET";
   std::vector<std::pair<std::string, std::string>> headers;  // in profile order
   std::string body;                  // the bytes sent (read from `body_file` when that is set)
@@ -188,6 +193,10 @@ ThresholdSet default_thresholds();
 /// The URL as it may be printed or stored: a password in it replaced,
 /// "http://user:secret@host/" -> "http://user:<redacted>@host/".
 std::string redacted_url(const std::string& url);
+
+/// The URL of `target` as messages, reports and the store show it: `${VAR}`
+/// where the profile took one (never its value), a password redacted.
+std::string shown_url(const TargetSpec& target);
 
 /// Header names whose values are never stored or printed.
 bool is_secret_header(std::string_view name);
