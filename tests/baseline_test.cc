@@ -254,5 +254,36 @@ TEST_F(StoreFixture, WithoutAChangePointTheBaselineIsTheLastWindow) {
   EXPECT_TRUE(s.notes.empty());
 }
 
+// A step is confirmed once enough runs stand after it for the permutation test
+// (10 runs before it: 5 after; docs/statistics.md), by one run, and only once.
+TEST_F(StoreFixture, OneRunAtANewLevelConfirmsItsChangePointOnce) {
+  std::vector<int64_t> ids;
+  auto stored = [&](RunRecord run) {
+    run.id = store.record(run);
+    ids.push_back(run.id);
+    return run;
+  };
+  for (int i = 1; i <= 10; ++i)
+    EXPECT_TRUE(confirmed_change_points(store, stored(synthetic_run(i, 1000, 2.0))).empty());
+  std::vector<int> confirming;  // the n of each run that confirmed something
+  std::vector<RunChangePoint> found;
+  for (int i = 11; i <= 20; ++i) {
+    auto points = confirmed_change_points(store, stored(synthetic_run(i, 1100, 2.0)));
+    if (!points.empty()) confirming.push_back(i);
+    found.insert(found.end(), points.begin(), points.end());
+  }
+  ASSERT_EQ(confirming.size(), 1u);
+  EXPECT_GE(confirming[0], 13);  // a level rests on three runs at least
+  EXPECT_LE(confirming[0], 16);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].metric, "throughput_rps");
+  EXPECT_EQ(found[0].run_id, ids[10]);
+  EXPECT_NEAR(found[0].size_pct, 10.0, 1e-9);
+  // A run of another branch (judged against main) confirms nothing of main's.
+  auto feature = synthetic_run(21, 700, 2.0, "feature");
+  feature.ci.change_request = true;
+  EXPECT_TRUE(confirmed_change_points(store, stored(feature)).empty());
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -88,11 +88,6 @@ json run_json(const RunRecord& run, const RunFigures& figures) {
           {"metrics", metrics}};
 }
 
-// How far back the default branch's history is searched for change points, in
-// runs of the series: enough for E-divisive to see levels, a bound on what
-// `history` reads.
-constexpr int kChangePointRuns = 200;
-
 // The change points of the default branch's history of each series (profile,
 // hash, host) among `runs`, whatever the listing's own branch and limit.
 std::vector<RunChangePoint> change_points_of(BaselineStore& store,

@@ -134,6 +134,8 @@ GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStor
   if (!store) store = BaselineStore::open(options.store_path);
   r.run_id = store->record(rec);
   r.recorded = true;
+  rec.id = *r.run_id;
+  note_new_levels(*store, rec, r.notes);
   if (!r.baseline_run_id && !rec.ci.change_request)
     r.notes.push_back(rec.eligible_as_baseline()
                           ? "no baseline yet: this run becomes the baseline"

@@ -2,10 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+#include <cstdio>
 #include <ctime>
 
 #include "perfgate/gate/store_access.h"
 #include "perfgate/host/doctor.h"
+#include "perfgate/report/report_format.h"
+#include "perfgate/store/baseline.h"
 
 namespace perfgate {
 
@@ -161,6 +165,18 @@ std::optional<BaselineStore> open_store(const RunOptions& options) {
   if (!fs::exists(options.store_path)) return std::nullopt;
   auto mode = options.record ? BaselineStore::Mode::kReadWrite : BaselineStore::Mode::kReadOnly;
   return BaselineStore::open(options.store_path, mode);
+}
+
+void note_new_levels(BaselineStore& store, const RunRecord& rec, std::vector<std::string>& notes) {
+  for (const auto& cp : confirmed_change_points(store, rec)) {
+    char p[16];
+    std::snprintf(p, sizeof p, "%.3f", cp.p);
+    std::string size = std::isnan(cp.size_pct) ? "from 0" : report::format_change(cp.size_pct);
+    notes.push_back("new level: " + cp.metric + " " + size + " since run " +
+                    std::to_string(cp.run_id) +
+                    (cp.commit.empty() ? "" : " (commit " + report::short_id(cp.commit, 7) + ")") +
+                    ", p=" + p + "; later runs are judged against the runs since it");
+  }
 }
 
 // The doctor's CPU check is left out, since the sampler watches the CPU during

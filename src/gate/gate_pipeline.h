@@ -90,6 +90,11 @@ std::optional<BaselineStore> open_store(const RunOptions& options);
 /// The doctor's warnings, quietly: recorded in the result, logged at debug.
 std::vector<std::string> preflight(const Profile& profile);
 
+/// The default-branch recipes' notice: one note per change point that `rec`,
+/// just stored, confirmed (confirmed_change_points), saying that later runs are
+/// judged against the new level.
+void note_new_levels(BaselineStore& store, const RunRecord& rec, std::vector<std::string>& notes);
+
 /// Says what a paired run's busy host was, and why it does not make it inconclusive.
 void note_shared_load(const Saturation& saturation, std::vector<std::string>& notes);
 

@@ -1,6 +1,7 @@
 #include "perfgate/host/service_process.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -93,7 +94,51 @@ bool answers(const std::string& url, const std::atomic<bool>& stop) {
 // SIGKILL) it ends the service's whole process group, which PR_SET_PDEATHSIG,
 // covering only the direct child, cannot do. A byte on it means perfgate
 // stopped the group itself: nothing left to do.
-[[noreturn]] void guard_group(pid_t group, int watch_fd, Nanos grace) {
+// Whether /proc/PID/environ holds `mark`: open, read and memmem only, for the
+// guardian (async-signal-safe), in chunks that overlap by the mark's length.
+bool environ_holds(const char* pid, const char* mark, size_t mark_len) {
+  char path[64] = "/proc/";
+  size_t at = 6;
+  for (const char* c = pid; *c && at < sizeof path - 10; ++c) path[at++] = *c;
+  for (const char* c = "/environ"; *c; ++c) path[at++] = *c;
+  path[at] = '\0';
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[8192];
+  size_t kept = 0;
+  bool found = false;
+  for (ssize_t n; !found && (n = read(fd, buf + kept, sizeof buf - kept)) > 0;) {
+    size_t have = kept + static_cast<size_t>(n);
+    found = memmem(buf, have, mark, mark_len) != nullptr;
+    kept = std::min(have, mark_len - 1);
+    memmove(buf, buf + have - kept, kept);
+  }
+  close(fd);
+  return found;
+}
+
+// SIGKILL to every process that carries `mark`: what left the group (setsid).
+void kill_marked(const char* mark) {
+  size_t mark_len = strlen(mark);
+  int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0 || mark_len == 0 || mark_len > 4096) return;
+  char buf[8192];
+  for (ssize_t n; (n = getdents64(dir, buf, sizeof buf)) > 0;)
+    for (ssize_t off = 0; off < n;) {
+      auto* entry = reinterpret_cast<struct dirent64*>(buf + off);
+      off += entry->d_reclen;
+      const char* name = entry->d_name;
+      if (*name < '1' || *name > '9') continue;
+      if (environ_holds(name, mark, mark_len)) {
+        pid_t pid = 0;
+        for (const char* c = name; *c >= '0' && *c <= '9'; ++c) pid = pid * 10 + (*c - '0');
+        kill(pid, SIGKILL);
+      }
+    }
+  close(dir);
+}
+
+[[noreturn]] void guard_group(pid_t group, int watch_fd, Nanos grace, const char* mark) {
   setpgid(0, 0);  // out of perfgate's group: a kill of that group spares it
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_IGN);
   int null_fd = open("/dev/null", O_RDWR);  // holds none of perfgate's output pipes open
@@ -108,10 +153,11 @@ bool answers(const std::string& url, const std::atomic<bool>& stop) {
   kill(-group, SIGTERM);
   timespec pause{0, 10'000'000};
   for (auto waited = Nanos(0); waited < grace; waited += Nanos(pause.tv_nsec)) {
-    if (kill(-group, 0) != 0) _exit(0);
+    if (kill(-group, 0) != 0) break;
     nanosleep(&pause, nullptr);
   }
   kill(-group, SIGKILL);
+  kill_marked(mark);  // perfgate is gone: its stop() cannot end what left the group
   _exit(0);
 }
 
@@ -169,7 +215,7 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus)
 // A guardian process rather than a subreaper: a subreaper only adopts orphans
 // while it lives, and perfgate killed by SIGKILL lives no more. The guardian
 // needs nothing from perfgate but its socket's end, which the kernel closes on
-// any death. A service that leaves its process group (setsid) escapes it.
+// any death. What left the group (setsid) it finds by the service's mark.
 void ServiceProcess::start_guardian() {
   // A socket pair rather than a pipe: send() with MSG_NOSIGNAL cannot raise
   // SIGPIPE in perfgate should the guardian be gone.
@@ -177,7 +223,7 @@ void ServiceProcess::start_guardian() {
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     return;  // the direct child's PDEATHSIG still holds
   pid_t guardian = fork();
-  if (guardian == 0) guard_group(pid_, fds[0], kStopGrace);
+  if (guardian == 0) guard_group(pid_, fds[0], kStopGrace, mark_.c_str());
   close(fds[0]);
   if (guardian < 0) {
     close(fds[1]);

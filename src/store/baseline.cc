@@ -334,6 +334,27 @@ std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& 
   return out;
 }
 
+std::vector<RunChangePoint> confirmed_change_points(BaselineStore& store, const RunRecord& newest) {
+  const std::string& branch =
+      newest.ci.baseline_branch.empty() ? newest.ci.branch : newest.ci.baseline_branch;
+  if (newest.ci.change_request || newest.ci.branch != branch) return {};
+  auto history = main_history(store.runs(newest.profile_name, branch, kChangePointRuns), newest);
+  if (history.size() < 2 * kChangePointMinSegment || history.back().id != newest.id) return {};
+  store.load_details(history);
+  auto metrics = gated_metrics(history.back());
+  auto with = history_change_points(history, metrics);
+  history.pop_back();
+  auto without = history_change_points(history, metrics);
+  std::erase_if(with, [&](const RunChangePoint& cp) {
+    // A step already seen may move by a run or two as runs arrive: still the same.
+    return std::any_of(without.begin(), without.end(), [&](const RunChangePoint& old) {
+      size_t apart = old.index > cp.index ? old.index - cp.index : cp.index - old.index;
+      return old.metric == cp.metric && apart < kChangePointMinSegment;
+    });
+  });
+  return with;
+}
+
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy) {
   SelectionTimer timer;

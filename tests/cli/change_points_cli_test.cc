@@ -3,6 +3,7 @@
 // real binary.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "perfgate/store/baseline_store.h"
@@ -90,6 +91,54 @@ TEST_F(ChangePointsCliTest, ReportDrawsTheChangePoint) {
   EXPECT_NE(text.find("<line class=\"change-point\""), std::string::npos);
   EXPECT_NE(text.find("change point: run " + std::to_string(ids_[10]) + " commit c0ffee1 +10.0%"),
             std::string::npos);
+}
+
+// The default-branch runs themselves say when one confirms a new level: ten
+// runs of a fast service, then runs of one 3 ms slower; the run after which the
+// step is significant says so in its notes, once, naming the step's first run.
+TEST(NewLevelCliTest, TheRunThatConfirmsAStepSaysSo) {
+  TempDir dir;
+  testing::DemoServerProcess fast;
+  testing::DemoServerProcess slow({"--delay", "3ms"});
+  testing::write_file(dir / "profile.json", R"({
+    "name": "new-level", "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
+    "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
+    "repeat": { "count": 2, "discard": 0 },
+    "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                    "steal": "100%", "memory_available": "0%" } })");
+  auto run = [&](const testing::DemoServerProcess& server) {
+    return testing::run_command({testing::perfgate_binary(), "run", (dir / "profile.json").string(),
+                                 "--store", (dir / "p.db").string(), "--any-placement"},
+                                {{"TARGET_PORT", std::to_string(server.port())}});
+  };
+  for (int i = 0; i < 10; ++i) {
+    auto r = run(fast);
+    ASSERT_LE(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.out.find("new level:"), std::string::npos) << r.out;
+  }
+  // Each metric's step is said once, by the run that confirmed it (the service's
+  // CPU per request may step too, at its own run).
+  std::map<std::string, std::vector<int>> saying;  // metric: the slow runs (1-based) that said it
+  std::map<std::string, std::string> said;
+  for (int i = 1; i <= 7; ++i) {
+    auto r = run(slow);
+    ASSERT_LE(r.exit_code, 2) << r.out << r.err;
+    for (size_t at = r.out.find("note: new level: "); at != std::string::npos;
+         at = r.out.find("note: new level: ", at + 1)) {
+      std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+      std::string metric = line.substr(17, line.find(' ', 17) - 17);
+      saying[metric].push_back(i);
+      said[metric] = line;
+    }
+  }
+  ASSERT_EQ(saying["throughput_rps"].size(), 1u) << said["throughput_rps"];
+  EXPECT_GE(saying["throughput_rps"][0], 3) << "a level rests on three runs";
+  const std::string& line = said["throughput_rps"];
+  EXPECT_NE(line.find("new level: throughput_rps -"), std::string::npos) << line;
+  EXPECT_NE(line.find("since run 11"), std::string::npos) << line;
+  EXPECT_NE(line.find("later runs are judged against the runs since it"), std::string::npos)
+      << line;
+  for (const auto& [metric, runs] : saying) EXPECT_EQ(runs.size(), 1u) << said[metric];
 }
 
 }  // namespace

@@ -15,9 +15,9 @@ namespace perfgate {
 /// A guardian process does the same if perfgate dies without stopping it.
 /// Every process of the service carries a mark in its environment
 /// (PERFGATE_SERVICE_TREE), so that stop() also ends those that left the group
-/// (setsid, a double fork). Its standard output goes to perfgate's standard
-/// error: perfgate's own output stays the report, and a pipe reading it is not
-/// held open by the service.
+/// (setsid, a double fork), and so does the guardian. Its standard output goes to perfgate's
+/// standard error: perfgate's own output stays the report, and a pipe reading it is not held open
+/// by the service.
 class ServiceProcess {
  public:
   /// Starts `spec.command`, on `cpus` when not empty (it and every process it

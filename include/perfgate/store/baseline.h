@@ -109,4 +109,15 @@ std::vector<RunRecord> main_history(const std::vector<RunRecord>& runs, const Ru
 std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& history,
                                                   const std::vector<std::string>& metrics);
 
+/// How far back a default branch's history is searched for change points
+/// (`history`, the notice below), in runs of the series: enough for E-divisive
+/// to see levels, a bound on what is read.
+inline constexpr int kChangePointRuns = 200;
+
+/// The change points that `newest`, just stored, brought to light on its
+/// default branch: found in the history with it and not without it. A step is
+/// seen only once kChangePointMinSegment runs stand after it, so this is the run
+/// that confirms a new level. Empty for a run of another branch.
+std::vector<RunChangePoint> confirmed_change_points(BaselineStore& store, const RunRecord& newest);
+
 }  // namespace perfgate
