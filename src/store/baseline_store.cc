@@ -1,6 +1,10 @@
 #include "perfgate/store/baseline_store.h"
 
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <cerrno>
@@ -54,6 +58,22 @@ void create_parent(const fs::path& path) {
   if (ec)
     throw Error(path.string() + ": cannot create folder " + parent.string() + " (" + ec.message() +
                 ")");
+}
+
+// A new store is created here, not by SQLite, so that a umask that takes the
+// owner's own access (umask 777 gave mode 000) is undone, with a word: a store
+// its owner cannot read loses every later run. fchmod ignores the umask.
+void create_store_file(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // there already, or not creatable: SQLite says why
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && (st.st_mode & 0600) != 0600) {
+    ::fchmod(fd, (st.st_mode & 07777) | 0600);
+    spdlog::warn("{}: the umask would have made the new store unreadable or unwritable to its "
+                 "owner; it is mode {:o}",
+                 path.string(), (st.st_mode & 07777) | 0600);
+  }
+  ::close(fd);
 }
 
 // ---- rows ------------------------------------------------------------------
@@ -387,6 +407,7 @@ BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {
     throw Error(path.string() + ": " + problem);
   bool writable = mode == Mode::kReadWrite;
   if (writable) create_parent(path);
+  if (writable && !fs::exists(path)) create_store_file(path);
   if (has_content(path)) check_is_perfgate_store(path);
   if (!writable && has_content(path)) store_schema::check_current_schema(path);
   Handle db =

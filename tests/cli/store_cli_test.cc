@@ -2,6 +2,7 @@
 // moments, many writers at once, and the `store` maintenance commands.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,6 +148,22 @@ TEST_F(StoreCliTest, ExportImportAndPruneThroughTheCli) {
   EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
   EXPECT_NE(pruned.out.find("pruned 2 runs, 1 left"), std::string::npos) << pruned.out;
   EXPECT_EQ(perfgate({"store", "check", "--store", copy.string()}).exit_code, 0);
+}
+
+// umask 777 made a new store mode 000 without a word: its owner could not
+// read it back. The store is its owner's to read and write, and the log says so.
+TEST_F(StoreCliTest, AUmaskThatLocksTheOwnerOutDoesNotReachTheStore) {
+  std::string script = "umask 777; exec \"$0\" run \"$1\" --store \"$2\"";
+  auto r = testing::run_command(
+      {"/bin/sh", "-c", script, testing::perfgate_binary(), profile_.string(), store_.string()},
+      env());
+  ASSERT_LE(r.exit_code, 2) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::stat(store_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0600, 0600u) << std::oct << (st.st_mode & 07777);
+  EXPECT_NE(r.err.find("the umask would have made the new store unreadable"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(check().exit_code, 0);
 }
 
 TEST_F(StoreCliTest, CheckOfADamagedStoreExits3) {
