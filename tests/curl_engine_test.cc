@@ -647,6 +647,30 @@ TEST(CurlEngine, VerifiesTheServersCertificate) {
   EXPECT_LE(total.errors.other, uint64_t(plan.connections) * (elapsed_ms.count() / 10 + 1));
 }
 
+// The probe's error says what to do: a self-signed certificate names
+// tls_verify, and https:// to a plain-HTTP port says to use http://.
+TEST(CurlEngine, TlsFailuresOfTheProbeNameTheFix) {
+  DemoServer server({});
+  TlsRelay relay(server.port());
+  SKIP_WITHOUT_TLS(relay);
+  // Reading the CA bundle takes a sanitizer build on a busy machine long: 5 s.
+  auto probe_error = [](const std::string& url, Nanos timeout = std::chrono::seconds(5)) {
+    TargetSpec target;
+    target.url = url;
+    try {
+      probe_target(target, timeout);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto untrusted = probe_error(relay.url());
+  EXPECT_NE(untrusted.find("set target.tls_verify: false"), std::string::npos) << untrusted;
+  auto plain = probe_error("https://127.0.0.1:" + std::to_string(server.port()) + "/",
+                           std::chrono::milliseconds(500));
+  EXPECT_NE(plain.find("use http://"), std::string::npos) << plain;
+}
+
 TEST(CurlEngine, TimesOutHttpsRequestsThatGetNoAnswer) {
   DemoServer server(dials([](DemoServerOptions& o) {
     o.delay = 2s;

@@ -597,6 +597,14 @@ static std::string probe_failure(CURLcode code) {
       return "the answer has no HTTP status line (HTTP/0.9, or not HTTP at all)";
     case CURLE_WEIRD_SERVER_REPLY:
       return "the answer is not valid HTTP";
+    case CURLE_SSL_CONNECT_ERROR:
+      return "the TLS handshake failed (is it an https:// URL for a plain-HTTP service? then "
+             "use http://)";
+    case CURLE_PEER_FAILED_VERIFICATION:
+      return "its TLS certificate is not trusted (a test service's self-signed certificate? "
+             "set target.tls_verify: false in the profile)";
+    case CURLE_SSL_CACERT_BADFILE:
+      return "the CA certificates cannot be read (is ca-certificates installed?)";
     default:
       return curl_easy_strerror(code);
   }
@@ -642,6 +650,13 @@ void curl_probe(const TargetSpec& target, Nanos timeout) {
   if (answered)
     throw Error(shown_url(target) + " answered, but " + probe_failure(code) +
                 "; perfgate needs valid HTTP/1.1 or HTTP/2 answers");
+  // A plain-HTTP server waits for a request line that a TLS ClientHello never
+  // completes: over https:// that is a timeout (libcurl records no connect time
+  // for a failed transfer, so the hint cannot be surer than "if").
+  if (code == CURLE_OPERATION_TIMEDOUT && target.url.rfind("https://", 0) == 0)
+    throw Error("cannot reach " + shown_url(target) + ": " + probe_failure(code) +
+                " (if the service speaks plain HTTP, its TLS handshake never finishes: use "
+                "http://)");
   if (code != CURLE_OK)
     throw Error("cannot reach " + shown_url(target) + ": " + probe_failure(code));
 }

@@ -69,9 +69,10 @@ void create_store_file(const fs::path& path) {
   struct stat st {};
   if (::fstat(fd, &st) == 0 && (st.st_mode & 0600) != 0600) {
     ::fchmod(fd, (st.st_mode & 07777) | 0600);
-    spdlog::warn("{}: the umask would have made the new store unreadable or unwritable to its "
-                 "owner; it is mode {:o}",
-                 path.string(), (st.st_mode & 07777) | 0600);
+    spdlog::warn(
+        "{}: the umask would have made the new store unreadable or unwritable to its "
+        "owner; it is mode {:o}",
+        path.string(), (st.st_mode & 07777) | 0600);
   }
   ::close(fd);
 }

@@ -221,12 +221,13 @@ std::chrono::system_clock::time_point parse_start_at(std::string_view text) {
   constexpr int64_t kLastSecond = 7258118400;  // 2200-01-01T00:00:00Z
   int64_t seconds = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (ec == std::errc() && end == text.data() + text.size() && seconds > 0 &&
-      seconds < kLastSecond)
+  if (ec == std::errc() && end == text.data() + text.size() && seconds > 0 && seconds < kLastSecond)
     return SystemClock::time_point(std::chrono::seconds(seconds));
-  if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    throw Error("--start-at: Unix seconds must be from 1 to before 7258118400 (the year 2200), got " +
-                std::string(text.substr(0, 24)) + (text.size() > 24 ? "..." : ""));
+  if (!text.empty() &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw Error(
+        "--start-at: Unix seconds must be from 1 to before 7258118400 (the year 2200), got " +
+        std::string(text.substr(0, 24)) + (text.size() > 24 ? "..." : ""));
   std::tm tm{};
   std::istringstream in{std::string(text)};
   in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
