@@ -59,9 +59,10 @@ constexpr int kCwdFailed = -2;
   _exit(127);
 }
 
-// One GET; true when the service answered with any non-5xx status. Driven
-// through a multi handle in short polls, so that a signal ends a slow answer.
-bool answers(const std::string& url, const std::atomic<bool>& stop) {
+// One GET; true when the service answered with any non-5xx status, whose
+// status (or libcurl's reason for none) is left in `last`. Driven through a
+// multi handle in short polls, so that a signal ends a slow answer.
+bool answers(const std::string& url, const std::atomic<bool>& stop, std::string& last) {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi(curl_multi_init(),
                                                               curl_multi_cleanup);
@@ -83,9 +84,13 @@ bool answers(const std::string& url, const std::atomic<bool>& stop) {
     if (running) curl_multi_poll(multi.get(), nullptr, 0, 50, nullptr);
   }
   curl_multi_remove_handle(multi.get(), curl.get());
-  if (result != CURLE_OK) return false;
+  if (result != CURLE_OK) {
+    last = curl_easy_strerror(result);
+    return false;
+  }
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
+  last = "status " + std::to_string(status);
   return status > 0 && status < 500;
 }
 
@@ -258,11 +263,12 @@ std::string ServiceProcess::exit_description() const {
 
 void ServiceProcess::wait_ready(const std::atomic<bool>& stop) {
   auto deadline = Clock::now() + spec_.ready_timeout;
+  std::string last;  // the last probe's answer, for the message
   while (Clock::now() < deadline && !stop) {
     if (!running())
       throw Error("service " + in_quotes(spec_.command[0]) + " " + describe_exit(exit_status_) +
                   " before it was ready");
-    if (answers(spec_.ready_url, stop)) return hold_to_cpus();
+    if (answers(spec_.ready_url, stop, last)) return hold_to_cpus();
     for (int i = 0; i < 5 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (stop)
@@ -270,9 +276,15 @@ void ServiceProcess::wait_ready(const std::atomic<bool>& stop) {
                 in_quotes(spec_.command[0]) +
                 " to be ready; the service was stopped, nothing "
                 "stored");
+  // A service that answers 503 while it warms up did answer: say what it said.
+  if (last.rfind("status ", 0) == 0)
+    throw Error("service " + in_quotes(spec_.command[0]) +
+                " not ready: " + redacted_url(spec_.ready_url) + " answered " + last + " until " +
+                format_duration(spec_.ready_timeout) +
+                " had passed (ready is a status below 500; service.ready_timeout waits longer)");
   throw Error("service " + in_quotes(spec_.command[0]) +
               " not ready: " + redacted_url(spec_.ready_url) + " did not answer within " +
-              format_duration(spec_.ready_timeout));
+              format_duration(spec_.ready_timeout) + (last.empty() ? "" : " (" + last + ")"));
 }
 
 void ServiceProcess::hold_to_cpus() const {
