@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -141,10 +142,14 @@ std::string table_line(const std::vector<std::string>& cells, const std::vector<
 
 int history(const HistoryOptions& opt) {
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
-  std::vector<RunRecord> runs;
-  for (const auto& header : store.runs(opt.profile_name, opt.branch, opt.limit))
-    if (auto run = store.run(header.id)) runs.push_back(std::move(*run));
-  auto points = change_points_of(store, runs);
+  // Headers first; each run's iterations are read, used and let go: a
+  // 30,000-run history held whole took 6 GB.
+  auto headers = store.runs(opt.profile_name, opt.branch, opt.limit);
+  auto each_run = [&](const std::function<void(const RunRecord&)>& use) {
+    for (const auto& header : headers)
+      if (auto run = store.run(header.id)) use(*run);
+  };
+  auto points = change_points_of(store, headers);
   if (opt.change_points) {
     if (opt.json) {
       json out = json::array();
@@ -163,18 +168,25 @@ int history(const HistoryOptions& opt) {
     return out;
   };
   if (opt.json) {
-    json out = json::array();
-    for (const auto& run : runs) {
-      out.push_back(run_json(run, stored_run_figures(run)));
-      out.back()["change_points"] = opened(run);
-    }
-    std::cout << out.dump(2) << "\n";
+    // Streamed, element by element, as json::array().dump(2) would print it.
+    bool first = true;
+    std::cout << "[";
+    each_run([&](const RunRecord& run) {
+      json one = run_json(run, stored_run_figures(run));
+      one["change_points"] = opened(run);
+      std::string text = one.dump(2);
+      for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 3))
+        text.replace(at, 1, "\n  ");
+      std::cout << (first ? "\n  " : ",\n  ") << text;
+      first = false;
+    });
+    std::cout << (first ? "]\n" : "\n]\n");
     return 0;
   }
   std::vector<std::vector<std::string>> rows = {{"run", "created", "profile", "branch", "commit",
                                                  "req/s", "p99 ms", "errors %", "verdict",
                                                  "flags"}};
-  for (const auto& run : runs) {
+  each_run([&](const RunRecord& run) {
     auto figures = stored_run_figures(run).summary;
     auto figure = [&](const char* key, std::string_view unit) {
       auto it = figures.find(key);
@@ -187,12 +199,12 @@ int history(const HistoryOptions& opt) {
                     figure(kKeyMetrics[0], "req/s"), figure(kKeyMetrics[1], "ms"),
                     figure(kKeyMetrics[2], "%"), std::string(to_string(run.verdict)),
                     report::join(flags, ",")});
-  }
+  });
   std::vector<size_t> width(rows.front().size(), 0);
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   for (const auto& row : rows) std::cout << table_line(row, width);
-  if (runs.empty()) std::cout << "(no runs)\n";
+  if (headers.empty()) std::cout << "(no runs)\n";
   for (const auto& cp : points) std::cout << change_point_line(cp);
   if (auto pruned = pruned_summary(store); !pruned.empty()) std::cout << pruned << "\n";
   return 0;
