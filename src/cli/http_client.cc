@@ -27,8 +27,14 @@ long whole_ms(Nanos d) {
   return std::max<long>(1, std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }
 
+// An API's answer is read up to this, then the transfer ends (CURLE_WRITE_ERROR):
+// a page of comments is well under 1 MiB, and an endless answer took 2.2 GB.
+constexpr size_t kMaxAnswerBytes = 16 << 20;
+
 size_t append_body(char* data, size_t size, size_t count, void* body) {
-  static_cast<std::string*>(body)->append(data, size * count);
+  auto* text = static_cast<std::string*>(body);
+  if (text->size() + size * count > kMaxAnswerBytes) return 0;
+  text->append(data, size * count);
   return size * count;
 }
 
@@ -92,6 +98,8 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
   CURLcode rc = curl_easy_perform(h);
   std::string what = request.method + " " + without_userinfo(request.url);
   if (rc == CURLE_ABORTED_BY_CALLBACK) throw Error(what + ": interrupted by a signal");
+  if (rc == CURLE_WRITE_ERROR && response.body.size() + CURL_MAX_WRITE_SIZE > kMaxAnswerBytes)
+    throw Error(what + ": the answer is larger than 16 MiB; not an API's answer");
   if (rc != CURLE_OK)
     throw Error(what + ": " + (*error ? std::string(error) : curl_easy_strerror(rc)));
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);

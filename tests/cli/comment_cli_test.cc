@@ -224,6 +224,16 @@ TEST_F(CommentCliTest, RefusalOnUpdateIsOneLineToo) {
   EXPECT_NE(r.err.find("HTTP 503"), std::string::npos) << r.err;
 }
 
+// An endless answer took 2.2 GB: the API's answer is read up to 16 MiB.
+TEST_F(CommentCliTest, AnOversizedAnswerIsCutAtItsLimit) {
+  forge_.fail_with(200, "[" + std::string(20 << 20, ' ') + "]");
+  auto r = comment(github());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(lines(r.err), 1) << r.err.substr(0, 400);
+  EXPECT_NE(r.err.find("the answer is larger than 16 MiB"), std::string::npos)
+      << r.err.substr(0, 400);
+}
+
 TEST_F(CommentCliTest, ASilentServerIsBoundedByTimeout) {
   forge_.hang(dir_ / "asked");
   auto r = comment(github(), {"--timeout", "500ms"});
