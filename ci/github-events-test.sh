@@ -12,6 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 build=$(cd "${1:-build}" && pwd)
+# Another copy of the action (e.g. an older one, to see a case fail).
+action=${PERFGATE_ACTION_DIR:-$src/ci/github}
 [ -x "$build/perfgate" ] || { echo "no perfgate in $build: build first" >&2; exit 1; }
 work=$(mktemp -d /tmp/perfgate-events.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -50,7 +52,7 @@ event() {
   rm -rf "$work/workspace" "$work/temp" && mkdir -p "$work/workspace" "$work/temp"
   profile >"$work/workspace/events.json"
   echo "== $name (run $run_id, at ${SECONDS}s)"
-  python3 ci/run-action.py / "$src/ci/github" "$work/state" "$work/out/$name" --host \
+  python3 ci/run-action.py / "$action" "$work/state" "$work/out/$name" --host \
     --workspace "$work/workspace" --temp "$work/temp" --path "$build" \
     --skip-step "Install perfgate" --run-id "$run_id" --sha "$(printf %040d "$run_id")" \
     --input profile=events.json \
@@ -124,10 +126,15 @@ expect dispatch-accept outputs '^exit-code=0$'
 expect dispatch-accept log '^perfgate: run [0-9]+ accepted as the baseline of main$'
 expect dispatch-accept conclusion '^success$'
 saved dispatch-accept main
+accepted=$(sed -n 's/^perfgate: run \([0-9]*\) accepted as the baseline of main$/\1/p' "$work/out/dispatch-accept/log")
+[ -n "$accepted" ] || fail "dispatch-accept: no run accepted"
+# The accepted run is the baseline now: the regressed code passes against it.
 event push-after-accept 6ms
 expect push-after-accept outputs '^exit-code=[02]$'
+expect push-after-accept log "compared with run $accepted( |\$)"
 saved push-after-accept main
 event push-release-after-accept 6ms --ref-name release-1 --ref refs/heads/release-1
 expect push-release-after-accept outputs '^exit-code=[02]$'
+expect push-release-after-accept log "compared with run [0-9]+"
 unsaved push-release-after-accept
 echo "github-events-test: every event's verdict and cache effect as expected (${SECONDS}s)"

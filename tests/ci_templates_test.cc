@@ -288,7 +288,9 @@ TEST(CiTemplatesTest, TheExampleWorkflowUsesTheActionOneRunPerRef) {
   require_pyyaml();
   json workflow = load_yaml(ci_dir() / "github/perfgate-example.yml");
   std::string text = workflow.dump();
-  EXPECT_NE(text.find("\"uses\":\"./ci/github\""), std::string::npos);
+  // A copy in the user's repository has no ./ci/github: it names the released action.
+  EXPECT_NE(text.find("\"uses\":\"OWNER/perfgate/ci/github@vX.Y.Z\""), std::string::npos);
+  EXPECT_EQ(text.find("./ci/github"), std::string::npos);
   EXPECT_EQ(text.find("\"profile\""), std::string::npos) << "the recipes are the defaults";
   EXPECT_NE(text.find("\"fetch-depth\":0"), std::string::npos);
   EXPECT_NE(workflow["concurrency"]["group"].get<std::string>().find("github.ref"),
