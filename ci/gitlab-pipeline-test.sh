@@ -166,7 +166,7 @@ job_status() {
 expect_pipeline() {
   local name=$1 statuses=$2 verdicts=$3
   shift 3
-  local log="$work/$name.log" status got attempt
+  local log="$work/${name//\//_}.log" status got attempt
   for attempt in 1 2; do
     rm -rf "$(artifact perfgate)"
     "$@" >"$log" 2>&1 || true
@@ -204,7 +204,7 @@ grep -q 'compared with run' "$work/MR, slower service, stored.log" ||
 expect_pipeline "MR into release/1, slower service, stored" failed fail gcl \
   --variable CI_PIPELINE_SOURCE=merge_request_event --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=release/1 \
   --unset-variable CI_COMMIT_BRANCH --variable PERFGATE_MODE=stored perfgate
-grep -q 'compared with run' "$work/MR into release/1, slower service, stored.log" ||
+grep -q 'compared with run' "$work/MR into release_1, slower service, stored.log" ||
   fail "the MR into release/1 was not judged against main's store"
 git checkout -q unchanged
 expect_pipeline "MR, same service, stored" "success warning" "pass warn" mr --variable PERFGATE_MODE=stored perfgate
