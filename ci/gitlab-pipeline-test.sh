@@ -4,8 +4,9 @@
 # with the perfgate under test on PATH and perfgate's demo server as the
 # project's service:
 #   - a default-branch pipeline records the store; a merge request whose
-#     service is ~10 % slower fails on throughput against it (stored mode), one with
-#     an unchanged service does not fail;
+#     service is ~10 % slower fails on throughput against it (stored mode), so does
+#     one into release/1 (judged against the default branch), one with an
+#     unchanged service does not fail;
 #   - the paired merge request recipe (the template's default) gives the same
 #     verdicts;
 #   - the sharded template: 3 shards and a merge pass; a failed shard makes the
@@ -165,7 +166,7 @@ job_status() {
 expect_pipeline() {
   local name=$1 statuses=$2 verdicts=$3
   shift 3
-  local log="$work/$name.log" status got attempt
+  local log="$work/${name//\//_}.log" status got attempt
   for attempt in 1 2; do
     rm -rf "$(artifact perfgate)"
     "$@" >"$log" 2>&1 || true
@@ -188,7 +189,7 @@ expect_pipeline() {
 
 # Stored mode: main records, merge requests are judged against main's store.
 expect_pipeline "default branch" "success warning" "pass warn" gcl perfgate
-[ -n "$(ls .gitlab-ci-local/cache/perfgate-main/baselines/ 2>/dev/null)" ] ||
+[ -n "$(ls .gitlab-ci-local/cache/perfgate-store-perfgate/baselines/ 2>/dev/null)" ] ||
   fail "the default branch's pipeline cached no store"
 grep -q 'perfgate.db: pruned' "$work/default branch.log" || fail "the store was not pruned before caching"
 git checkout -q slower
@@ -197,6 +198,14 @@ grep -q 'throughput' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no t
 grep -q '<failure' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no JUnit failure"
 grep -q 'compared with run' "$work/MR, slower service, stored.log" ||
   fail "the stored MR run was not judged against main's store"
+# A merge request into a branch whose name holds a `/`: the cache key holds no
+# branch name, and stored mode judges it against the default branch's runs (the
+# only ones cached), not against release/1's, of which there are none.
+expect_pipeline "MR into release/1, slower service, stored" failed fail gcl \
+  --variable CI_PIPELINE_SOURCE=merge_request_event --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=release/1 \
+  --unset-variable CI_COMMIT_BRANCH --variable PERFGATE_MODE=stored perfgate
+grep -q 'compared with run' "$work/MR into release_1, slower service, stored.log" ||
+  fail "the MR into release/1 was not judged against main's store"
 git checkout -q unchanged
 expect_pipeline "MR, same service, stored" "success warning" "pass warn" mr --variable PERFGATE_MODE=stored perfgate
 

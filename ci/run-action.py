@@ -15,7 +15,14 @@ copies to STATE/artifacts (a name is uploaded once), anything else is skipped.
 
 Usage: run-action.py ROOT ACTION_DIR STATE OUT [--event NAME] [--ref-name R]
          [--base-ref B] [--run-id N] [--input NAME=VALUE]...
+         [--host --workspace DIR --temp DIR --path DIR --skip-step NAME]
 ACTION_DIR, STATE and the workspace (ROOT/gh/workspace) are paths in the root.
+With --host (ROOT is then ignored) the steps run on this machine, not in a chroot:
+ACTION_DIR, STATE, --workspace and --temp are host paths, --path comes first on
+PATH (a build directory's perfgate) and --skip-step leaves a step out (the .deb's
+install): ci/github-events-test.sh runs every GitHub event so.
+The event payload (GITHUB_EVENT_PATH, github.event) is GitHub's shape for the
+event: a schedule's has no repository, a merge group's names its base_ref.
 Writes OUT/outputs (NAME=VALUE), OUT/annotations, OUT/summary.md, OUT/log and
 OUT/conclusion (success or failure); exits 0 when the action ran at all.
 """
@@ -200,12 +207,13 @@ def read_commands_file(path):
 
 class Runner:
     def __init__(self, args):
-        self.root, self.state, self.out = args.root, args.state, args.out
+        self.root, self.state, self.out = ("" if args.host else args.root), args.state, args.out
+        self.chroot, self.skip, self.path = not args.host, set(args.skip_step), args.path
         self.action_dir = args.action_dir
         self.action = yaml.safe_load(open(self.host(args.action_dir + "/action.yml")))
-        self.workspace = "/gh/workspace"
-        self.temp = "/gh/temp"
-        event = {"repository": {"default_branch": "main"}}
+        self.workspace = args.workspace
+        self.temp = args.temp
+        event = event_payload(args)
         self.github = {
             "event_name": args.event, "ref_name": args.ref_name, "base_ref": args.base_ref,
             "head_ref": args.head_ref, "ref": args.ref, "run_id": args.run_id,
@@ -235,7 +243,8 @@ class Runner:
 
     def base_env(self):
         g = self.github
-        env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        env = {"PATH": "".join(p + ":" for p in self.path) +
+                       "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                "HOME": "/root", "CI": "true", "GITHUB_ACTIONS": "true",
                "GITHUB_EVENT_NAME": g["event_name"], "GITHUB_REF_NAME": g["ref_name"],
                "GITHUB_BASE_REF": g["base_ref"], "GITHUB_HEAD_REF": g["head_ref"],
@@ -253,7 +262,9 @@ class Runner:
             name = step.get("name") or step.get("uses") or f"step {index}"
             record = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
             context = self.context(self.env)
-            if should_run(step.get("if"), context, self.status):
+            if name in self.skip:
+                self.log.append(f"{name}: left out (--skip-step)")
+            elif should_run(step.get("if"), context, self.status):
                 outcome = self.run_step(index, step, context, record["outputs"])
                 record["outcome"] = record["conclusion"] = outcome
                 if outcome == "failure":
@@ -281,9 +292,11 @@ class Runner:
         with open(self.host(script), "w") as f:
             f.write(substitute(step["run"], context))
         assignments = [f"{k}={v}" for k, v in env.items()]
-        command = ["chroot", self.root, "/usr/bin/env", "-i", *assignments, "/bin/sh", "-c",
+        command = ["/usr/bin/env", "-i", *assignments, "/bin/sh", "-c",
                    'cd "$GITHUB_WORKSPACE" && exec bash --noprofile --norc -eo pipefail "$0"',
                    script]
+        if self.chroot:
+            command = ["chroot", self.root, *command]
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace", timeout=600)
         for line in done.stdout.splitlines():
@@ -351,6 +364,21 @@ class Runner:
                 f.write(text)
 
 
+def event_payload(args):
+    """The parts of GitHub's webhook payload the action reads, per event."""
+    if args.event == "schedule":
+        return {"schedule": "17 3 * * *"}  # GitHub's schedule payload has no repository
+    event = {"repository": {"default_branch": args.default_branch}}
+    if args.event == "merge_group":
+        event["merge_group"] = {"base_ref": f"refs/heads/{args.default_branch}",
+                                "head_ref": f"refs/heads/{args.ref_name}"}
+    if args.event in ("pull_request", "pull_request_target"):
+        event["pull_request"] = {"base": {"ref": args.base_ref}, "head": {"ref": args.head_ref}}
+    if args.event == "workflow_dispatch":
+        event["inputs"] = {}
+    return event
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("root")
@@ -368,6 +396,12 @@ def main():
     p.add_argument("--repository", default="owner/perfgate")
     p.add_argument("--server-url", default="file:///gh/releases")
     p.add_argument("--input", action="append", default=[])
+    p.add_argument("--default-branch", default="main", help="the repository's, in the event")
+    p.add_argument("--host", action="store_true", help="no chroot: run the steps here")
+    p.add_argument("--workspace", default="/gh/workspace")
+    p.add_argument("--temp", default="/gh/temp")
+    p.add_argument("--path", action="append", default=[], help="put first on PATH")
+    p.add_argument("--skip-step", action="append", default=[], help="a step's name to leave out")
     args = p.parse_args()
     args.root = os.path.abspath(args.root)
     Runner(args).run()

@@ -50,5 +50,6 @@ stage "the .deb: lintian, then installed and run in a fresh Debian 12 root"
 # debootstrap --variant=minbase root and gating the demo server there. It packages
 # the first build's objects (same flags), so the product is not compiled again.
 PERFGATE_PACKAGE_BUILD=build bash ci/package-test.sh
+stage "every GitHub event through the action's steps" && bash ci/github-events-test.sh build
 stage "GitLab templates run by gitlab-ci-local" && bash ci/gitlab-pipeline-test.sh build
 stage "all passed"

@@ -136,7 +136,8 @@ TEST(CiTemplatesTest, TheGithubFilesNeedNoPythonNoCompilerAndNoBuildOfThisReposi
 }
 
 // Keys unique per job, profile and run attempt; a pull request restores its base
-// branch's newest store by prefix; only the default branch prunes and saves.
+// branch's newest store by prefix; only the default branch prunes and saves (the
+// Plan step's save output: below, per event), never a pull request or a merge group.
 TEST(CiTemplatesTest, TheActionSavesTheStoreOnlyFromTheDefaultBranch) {
   require_pyyaml();
   json action = load_yaml(ci_dir() / "github/action.yml");
@@ -150,7 +151,7 @@ TEST(CiTemplatesTest, TheActionSavesTheStoreOnlyFromTheDefaultBranch) {
            {"steps.plan.outputs.store-key", "github.run_id", "github.run_attempt"})
         EXPECT_NE(key.find(part), std::string::npos) << part;
       std::string restore_keys = step["with"]["restore-keys"];
-      EXPECT_NE(restore_keys.find("inputs.default-branch }}-\n"), std::string::npos);
+      EXPECT_NE(restore_keys.find("steps.plan.outputs.default-branch }}-\n"), std::string::npos);
     }
     if (uses.starts_with("actions/cache/save@")) {
       saved = true;
@@ -162,11 +163,116 @@ TEST(CiTemplatesTest, TheActionSavesTheStoreOnlyFromTheDefaultBranch) {
   }
   EXPECT_TRUE(restored && saved);
   std::string prune_if = step_named(action, "Prune the baseline store")["if"];
-  EXPECT_NE(prune_if.find("inputs.default-branch"), std::string::npos);
+  EXPECT_NE(prune_if.find("steps.plan.outputs.save == 'true'"), std::string::npos);
   EXPECT_NE(prune_if.find("github.event_name != 'pull_request'"), std::string::npos);
+  EXPECT_NE(prune_if.find("github.event_name != 'merge_group'"), std::string::npos);
   // The job id and the profile name the store: a matrix of profiles keeps them apart.
   std::string plan = step_named(action, "Plan")["run"];
   EXPECT_NE(plan.find("key=${CACHE_KEY:-$JOB-$PROFILE}"), std::string::npos);
+}
+
+// The Plan step's script, run by bash as the runner runs it, for one event.
+struct Plan {
+  int exit_code = -1;
+  std::string out;
+  std::map<std::string, std::string> outputs;
+};
+
+Plan plan_for(const std::map<std::string, std::string>& event) {
+  json action = load_yaml(ci_dir() / "github/action.yml");
+  testing::TempDir dir;
+  std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"},
+                                            {"MODE", "auto"},
+                                            {"PROFILE", "recipe:default-branch"},
+                                            {"VERSION", "1.2.3"},
+                                            {"JOB", "perfgate"},
+                                            {"DEFAULT_BRANCH", "main"},
+                                            {"BASE_REF", ""},
+                                            {"ACCEPT", ""},
+                                            {"CACHE_KEY", ""},
+                                            {"PAIRED_PROFILE", ""},
+                                            {"GITHUB_OUTPUT", (dir / "output").string()},
+                                            {"GITHUB_ACTION_PATH", (ci_dir() / "github").string()}};
+  for (const auto& [name, value] : event) env[name] = value;
+  auto result = testing::run_command({"/bin/bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                                      step_named(action, "Plan")["run"].get<std::string>()},
+                                     env, dir.path());
+  Plan plan{result.exit_code, result.out, {}};
+  if (fs::exists(dir / "output")) {
+    std::string text = testing::read_file(dir / "output");
+    for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+      end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      std::string line = text.substr(at, end - at);
+      if (auto eq = line.find('='); eq != std::string::npos)
+        plan.outputs[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  return plan;
+}
+
+// Every event a repository sends: whose store judges it, and whether it saves.
+// A merge group or another branch judged with no --baseline-branch would find
+// no baseline of its own and pass; a schedule's event has no repository.
+TEST(CiTemplatesTest, ThePlanJudgesEveryEventAgainstTheRightBranchAndSavesOnlyTheDefaults) {
+  require_pyyaml();
+  struct Case {
+    std::map<std::string, std::string> event;
+    std::string mode, baseline, save;
+  };
+  const std::vector<Case> cases = {
+      {{{"EVENT", "push"}, {"REF_NAME", "main"}}, "stored", "main", "true"},
+      {{{"EVENT", "push"}, {"REF_NAME", "release-1"}}, "stored", "main", "false"},
+      {{{"EVENT", "merge_group"}, {"REF_NAME", "gh-readonly-queue/main/pr-5-abc"}},
+       "stored",
+       "main",
+       "false"},
+      {{{"EVENT", "pull_request"}, {"REF_NAME", "5/merge"}, {"BASE_REF", "release-1"}},
+       "paired",
+       "release-1",
+       "false"},
+      {{{"EVENT", "schedule"}, {"REF_NAME", "main"}, {"DEFAULT_BRANCH", ""}},
+       "stored",
+       "main",
+       "true"},
+      {{{"EVENT", "workflow_dispatch"}, {"REF_NAME", "main"}, {"ACCEPT", "latest"}},
+       "stored",
+       "main",
+       "true"},
+  };
+  for (const Case& c : cases) {
+    Plan plan = plan_for(c.event);
+    std::string what = c.event.at("EVENT") + " on " + c.event.at("REF_NAME");
+    ASSERT_EQ(plan.exit_code, 0) << what << ": " << plan.out;
+    EXPECT_EQ(plan.outputs["mode"], c.mode) << what;
+    EXPECT_EQ(plan.outputs["baseline-branch"], c.baseline) << what;
+    EXPECT_EQ(plan.outputs["save"], c.save) << what;
+    EXPECT_EQ(plan.outputs["default-branch"], "main") << what;
+  }
+}
+
+// Refused with one line, exit 3: pull_request_target (the base commit, a store
+// saved as main's), accepting off the default branch, an event with no default branch.
+TEST(CiTemplatesTest, ThePlanRefusesPullRequestTargetAndAcceptOffTheDefaultBranch) {
+  require_pyyaml();
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> refused = {
+      {{{"EVENT", "pull_request_target"}, {"REF_NAME", "main"}, {"BASE_REF", "main"}},
+       "::error title=perfgate::pull_request_target measures the base commit"},
+      {{{"EVENT", "workflow_dispatch"}, {"REF_NAME", "release-1"}, {"ACCEPT", "7"}},
+       "::error title=perfgate::accept changes the default branch's store"},
+      {{{"EVENT", "workflow_dispatch"}, {"REF_NAME", "main"}, {"DEFAULT_BRANCH", ""}},
+       "::error title=perfgate::no default branch in this workflow_dispatch event"},
+  };
+  for (const auto& [event, line] : refused) {
+    Plan plan = plan_for(event);
+    EXPECT_EQ(plan.exit_code, 3) << event.at("EVENT") << ": " << plan.out;
+    EXPECT_NE(plan.out.find(line), std::string::npos) << plan.out;
+    EXPECT_TRUE(plan.outputs.empty()) << event.at("EVENT");
+  }
+  json action = load_yaml(ci_dir() / "github/action.yml");
+  EXPECT_EQ(step_named(action, "Comment on the pull request")["if"].get<std::string>().find(
+                "pull_request_target"),
+            std::string::npos);
 }
 
 TEST(CiTemplatesTest, TheReleaseWorkflowPublishesTheDebAndTheImage) {
@@ -182,7 +288,9 @@ TEST(CiTemplatesTest, TheExampleWorkflowUsesTheActionOneRunPerRef) {
   require_pyyaml();
   json workflow = load_yaml(ci_dir() / "github/perfgate-example.yml");
   std::string text = workflow.dump();
-  EXPECT_NE(text.find("\"uses\":\"./ci/github\""), std::string::npos);
+  // A copy in the user's repository has no ./ci/github: it names the released action.
+  EXPECT_NE(text.find("\"uses\":\"OWNER/perfgate/ci/github@vX.Y.Z\""), std::string::npos);
+  EXPECT_EQ(text.find("./ci/github"), std::string::npos);
   EXPECT_EQ(text.find("\"profile\""), std::string::npos) << "the recipes are the defaults";
   EXPECT_NE(text.find("\"fetch-depth\":0"), std::string::npos);
   EXPECT_NE(workflow["concurrency"]["group"].get<std::string>().find("github.ref"),
@@ -197,7 +305,6 @@ TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
   EXPECT_EQ(reports["junit"], "perfgate-out/junit.xml");
   EXPECT_EQ(reports["load_performance"], "perfgate-out/load-performance.json");
   EXPECT_EQ(reports["metrics"], "perfgate-out/metrics.txt");
-  EXPECT_EQ(job["cache"]["key"], "perfgate-$PERFGATE_CACHE_BRANCH");
   std::string script = commands_of(job);
   // It runs in perfgate's image: it installs and compiles nothing.
   EXPECT_EQ(job["image"]["name"], "$PERFGATE_IMAGE");
@@ -214,6 +321,32 @@ TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
                              "--openmetrics perfgate-out/metrics.txt", "report --html"})
     EXPECT_NE(script.find(needle), std::string::npos) << needle;
   EXPECT_TRUE(runs_perfgate_run(script));
+}
+
+// What a copied template meets in a real project: a cache key GitLab refuses
+// when a branch name holds a `/` (release/1), a newer pipeline unable to cancel
+// a superseded one, a header example whose $PORT GitLab expands (to nothing)
+// before the job starts, and no word on the GitLab it needs.
+TEST(CiTemplatesTest, TheGitlabTemplatesCacheKeysHoldNoBranchNameAndJobsAreInterruptible) {
+  require_pyyaml();
+  for (const char* file : {"perfgate.gitlab-ci.yml", "perfgate-sharded.gitlab-ci.yml"}) {
+    json pipeline = load_yaml(ci_dir() / "gitlab" / file);
+    for (const auto& [name, job] : pipeline.items()) {
+      if (!job.is_object() || !job.contains("cache")) continue;
+      std::string key = job["cache"]["key"];
+      EXPECT_NE(key.find("$CI_JOB_NAME_SLUG"), std::string::npos) << file << " " << name;
+      for (const char* branchy : {"BRANCH", "REF_NAME"})
+        EXPECT_EQ(key.find(branchy), std::string::npos) << file << " " << name << ": " << key;
+    }
+  }
+  std::string text = testing::read_file(ci_dir() / "gitlab/perfgate.gitlab-ci.yml");
+  json job = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
+  EXPECT_EQ(job["interruptible"], true);
+  EXPECT_NE(text.find("--port $$PORT"), std::string::npos);
+  EXPECT_FALSE(std::regex_search(text, std::regex(R"(--port \$PORT)")));
+  EXPECT_NE(text.find("GitLab 16.1"), std::string::npos);
+  // Stored mode judges against the default branch's runs, the only ones cached.
+  EXPECT_NE(commands_of(job).find("--baseline-branch $CI_DEFAULT_BRANCH"), std::string::npos);
 }
 
 // --- Sharded runs: the CI's own fan-out runs the shards, one job merges.

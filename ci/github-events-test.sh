@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Every GitHub event a repository sends, through the composite action's steps
+# (ci/run-action.py --host: on this machine, perfgate from BUILD_DIR, the .deb's
+# install left out; ci/github-action-test.sh runs that in a fresh Debian root).
+# The user's service is perfgate's demo server, 2 ms a request, or 6 ms (three
+# times slower: throughput -66 %, past the profile's 40 % fail limit). Each case
+# states its verdict (the action's exit-code output) and its cache effect (a
+# store saved under the ref's key, or none); docs/ci.md has the same table.
+# One cache carries the store from case to case, as actions/cache does.
+# Usage: ci/github-events-test.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+build=$(cd "${1:-build}" && pwd)
+# Another copy of the action (e.g. an older one, to see a case fail).
+action=${PERFGATE_ACTION_DIR:-$src/ci/github}
+[ -x "$build/perfgate" ] || { echo "no perfgate in $build: build first" >&2; exit 1; }
+work=$(mktemp -d /tmp/perfgate-events.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "github-events-test: $*" >&2
+  exit 1
+}
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# 4 kept windows against 4: the fewest whose rank test can reach 95 % at all.
+profile() {
+  cat <<PROFILE
+{
+  "name": "events",
+  "target": { "url": "http://127.0.0.1:$port/" },
+  "load": { "threads": 1, "connections": 4, "duration": "300ms", "warmup": "100ms" },
+  "repeat": { "count": 5, "discard": 1 },
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "0%" },
+  "thresholds": { "throughput": { "warn": "30%", "fail": "40%" }, "error_rate": { "max": "1%" } },
+  "service": { "command": ["sh", "-c", "\${PERFGATE_SERVICE_COMMAND}"],
+               "cwd": "\${PERFGATE_CANDIDATE_DIR:-.}", "env": { "PORT": "$port" } }
+}
+PROFILE
+}
+demo() { echo "exec perfgate demo-server --port \"\$PORT\" --delay $1"; }
+key=perfgate-store-Linux-perfgate-events.json
+cache=$work/state/cache
+mkdir -p "$cache"
+run_id=0
+
+# event NAME DELAY HARNESS-ARGS...: one run of the action, its results in $work/out/NAME.
+event() {
+  local name=$1 delay=$2
+  shift 2
+  run_id=$((run_id + 1))
+  rm -rf "$work/workspace" "$work/temp" && mkdir -p "$work/workspace" "$work/temp"
+  profile >"$work/workspace/events.json"
+  echo "== $name (run $run_id, at ${SECONDS}s)"
+  python3 ci/run-action.py / "$action" "$work/state" "$work/out/$name" --host \
+    --workspace "$work/workspace" --temp "$work/temp" --path "$build" \
+    --skip-step "Install perfgate" --run-id "$run_id" --sha "$(printf %040d "$run_id")" \
+    --input profile=events.json \
+    --input artifact-name="perfgate-$name" --input service-command="$(demo "$delay")" "$@"
+  grep -E '^(::|== |cache )' "$work/out/$name/log" | sed 's/^/   /' | tail -n 30
+}
+expect() { # NAME FILE REGEX
+  grep -Eq -- "$3" "$work/out/$1/$2" || {
+    cat "$work/out/$1/$2" >&2
+    fail "$1: $2 has no line matching $3"
+  }
+}
+# saved NAME REF / unsaved NAME: the case's cache effect.
+saved() { [ -f "$cache/$key-$2-$run_id-1/file" ] || fail "$1: no store saved as $key-$2-$run_id-1"; }
+unsaved() {
+  if ls "$cache" | grep -q -- "-$run_id-1\$"; then fail "$1: saved a store: $(ls "$cache" | grep -- "-$run_id-1\$")"; fi
+}
+
+event push-default 2ms
+expect push-default outputs '^exit-code=0$'
+expect push-default annotations 'no baseline yet'
+saved push-default main
+
+event push-default-again 2ms
+expect push-default-again outputs '^exit-code=[02]$'
+expect push-default-again log "^cache restore: $key-main-1-1 "
+saved push-default-again main
+
+# Another branch, then a merge queue: judged against the default branch's store,
+# never saved (they would otherwise start stores of their own, or main's).
+event push-release 6ms --ref-name release-1 --ref refs/heads/release-1
+expect push-release outputs '^exit-code=1$'
+expect push-release conclusion '^failure$'
+unsaved push-release
+
+queue=gh-readonly-queue/main/pr-5-0123456789abcdef0123456789abcdef01234567
+event merge-group 6ms --event merge_group --ref-name "$queue" --ref "refs/heads/$queue"
+expect merge-group outputs '^exit-code=1$'
+expect merge-group outputs '^mode=stored$'
+unsaved merge-group
+
+event pull-request 2ms --event pull_request --ref-name 5/merge --ref refs/pull/5/merge \
+  --base-ref main --head-ref feature --input mode=stored
+expect pull-request outputs '^exit-code=[02]$'
+unsaved pull-request
+
+event pull-request-target 2ms --event pull_request_target --ref-name main --base-ref main \
+  --head-ref feature
+expect pull-request-target annotations '^::error title=perfgate::pull_request_target .*pull_request'
+expect pull-request-target log '^== Plan: failure$'
+expect pull-request-target log '^== Run perfgate: skipped$'
+expect pull-request-target conclusion '^failure$'
+unsaved pull-request-target
+
+# A nightly run: its event has no repository, and it still records on main.
+event schedule 2ms --event schedule
+expect schedule outputs '^exit-code=[02]$'
+saved schedule main
+
+# An intended regression lands on main: it fails, is recorded (never a baseline),
+# and the next run fails again, until a dispatch accepts it.
+event push-regression 6ms
+expect push-regression outputs '^exit-code=1$'
+saved push-regression main
+event dispatch-elsewhere 6ms --event workflow_dispatch --ref-name release-1 --input accept=latest
+expect dispatch-elsewhere annotations '^::error title=perfgate::accept changes the default branch'
+unsaved dispatch-elsewhere
+event dispatch-accept 6ms --event workflow_dispatch --input accept=latest --input accept-reason="the new cache"
+expect dispatch-accept outputs '^verdict=accepted$'
+expect dispatch-accept outputs '^exit-code=0$'
+expect dispatch-accept log '^perfgate: run [0-9]+ accepted as the baseline of main$'
+expect dispatch-accept conclusion '^success$'
+saved dispatch-accept main
+accepted=$(sed -n 's/^perfgate: run \([0-9]*\) accepted as the baseline of main$/\1/p' "$work/out/dispatch-accept/log")
+[ -n "$accepted" ] || fail "dispatch-accept: no run accepted"
+# The accepted run is the baseline now: the regressed code passes against it.
+event push-after-accept 6ms
+expect push-after-accept outputs '^exit-code=[02]$'
+expect push-after-accept log "compared with run $accepted( |\$)"
+saved push-after-accept main
+event push-release-after-accept 6ms --ref-name release-1 --ref refs/heads/release-1
+expect push-release-after-accept outputs '^exit-code=[02]$'
+expect push-release-after-accept log "compared with run [0-9]+"
+unsaved push-release-after-accept
+echo "github-events-test: every event's verdict and cache effect as expected (${SECONDS}s)"
