@@ -3,8 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +17,7 @@
 #include "perfgate/gate/store_access.h"
 #include "perfgate/host/placement.h"
 #include "perfgate/report/output_file.h"
+#include "perfgate/store/baseline.h"
 #include "perfgate/store/calibration.h"
 
 namespace perfgate {
@@ -26,6 +30,8 @@ struct CalibrateOptions {
   fs::path store_path = kDefaultStorePath;
   fs::path json_path;
   int runs = 5;
+  double detect_pct = 0;  // --detect: the change to plan for; 0: each metric's fail limit
+  std::string run_cost;   // --run-cost: a launch's cost, default the service's measured start
   bool record = true;
   CiOverrides ci;
 };
@@ -33,22 +39,61 @@ struct CalibrateOptions {
 nlohmann::json calibration_json(const Calibration& c, const std::vector<int64_t>& run_ids) {
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& n : c.metrics)
-    metrics[n.metric] = {{"unit", n.unit},
-                         {"typical", n.typical},
-                         {"iteration_noise_pct", n.iteration_noise_pct},
-                         {"run_noise_pct", n.run_noise_pct},
-                         {"detectable_pct", n.detectable_pct},
-                         {"suggested_warn_pct", n.suggested_warn_pct},
-                         {"suggested_fail_pct", n.suggested_fail_pct},
-                         {"current_fail_pct",
-                          n.gated ? nlohmann::json(n.current_fail_pct) : nlohmann::json(nullptr)},
-                         {"current_too_tight", n.current_too_tight}};
+    metrics[n.metric] = {
+        {"unit", n.unit},
+        {"typical", n.typical},
+        {"iteration_noise_pct", n.iteration_noise_pct},
+        {"run_noise_pct", n.run_noise_pct},
+        {"detectable_pct", n.detectable_pct},
+        {"suggested_warn_pct", n.suggested_warn_pct},
+        {"suggested_fail_pct", n.suggested_fail_pct},
+        {"current_fail_pct",
+         n.gated ? nlohmann::json(n.current_fail_pct) : nlohmann::json(nullptr)},
+        {"current_too_tight", n.current_too_tight},
+        {"window_sd_pct", n.window_sd_pct},
+        {"launch_sd_pct", n.launch_sd_pct},
+        {"day_sd_pct", n.day_sd_pct ? nlohmann::json(*n.day_sd_pct) : nlohmann::json(nullptr)},
+        {"plan",
+         {{"detect_pct", n.detect_pct},
+          {"block", n.block},
+          {"launches", n.launches},
+          {"repeat_count", n.launches * n.block},
+          {"seconds", n.seconds}}}};
   return {{"runs", c.runs},
           {"run_ids", run_ids},
           {"window", c.window},
           {"confidence_pct", c.confidence},
           {"suggested_repeat_count", c.suggested_repeat_count},
+          {"launch_cost_s", c.cost.launch_s},
+          {"window_cost_s", c.cost.window_s},
           {"metrics", metrics}};
+}
+
+// Earlier calibrations of this profile, hash and host, by UTC day (today's
+// other calibrations left out: one day is one day), at most the 10 newest days.
+std::vector<std::vector<RunFigures>> earlier_days(BaselineStore& store, const Profile& profile,
+                                                  const HostFingerprint& host,
+                                                  const std::vector<int64_t>& now) {
+  std::map<std::string, std::vector<RunFigures>, std::greater<>> days;
+  std::string today;
+  for (const auto& header : store.runs(profile.name, 1000)) {
+    if (std::find(now.begin(), now.end(), header.id) != now.end()) {
+      today = header.created_at.substr(0, 10);
+      continue;
+    }
+    if (header.kind != "calibration" || header.profile_hash != profile.hash ||
+        header.host.key() != host.key() || header.status != "complete" ||
+        header.saturation.saturated)
+      continue;
+    auto day = header.created_at.substr(0, 10);
+    if (days.size() >= 10 && !days.count(day)) continue;
+    if (auto run = store.run(header.id)) days[day].push_back(stored_run_figures(*run));
+  }
+  days.erase(today);
+  std::vector<std::vector<RunFigures>> out;
+  for (auto& [day, runs] : days)
+    if (runs.size() >= 2) out.push_back(std::move(runs));
+  return out;
 }
 
 int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
@@ -73,9 +118,14 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   if (opt.record) store = BaselineStore::open(opt.store_path);
   std::vector<RunFigures> figures;
   std::vector<int64_t> ids;
+  std::vector<double> overheads;  // a run's wall time beyond its kept windows: its launch
   for (int i = 0; i < opt.runs; ++i) {
     spdlog::info("calibration run {}/{}", i + 1, opt.runs);
+    auto started = std::chrono::steady_clock::now();
     auto run = measure_run(profile, ci, host, ctx.stop);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double kept = profile.repeat.count - profile.repeat.discard;
+    overheads.push_back(wall - kept * std::chrono::duration<double>(profile.load.duration).count());
     run.record.kind = "calibration";  // A/A runs measure noise; they are never baselines
     if (store) ids.push_back(store->record(run.record));
     // A saturated run measured the load machine, not the service's noise.
@@ -88,7 +138,18 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   if (figures.size() < 2)
     throw Error("calibrate: fewer than 2 of " + std::to_string(opt.runs) +
                 " runs were not saturated; free the load machine and try again");
-  auto calibration = calibrate(figures, profile);
+  CalibrationAsk ask;
+  ask.detect_pct = opt.detect_pct;
+  std::sort(overheads.begin(), overheads.end());
+  ask.cost.launch_s = std::max(0.1, overheads[overheads.size() / 2]);
+  if (!opt.run_cost.empty())
+    ask.cost.launch_s =
+        std::chrono::duration<double>(duration_flag("--run-cost", opt.run_cost)).count();
+  // A paired window: the load's duration and the leg's warm-up after a switch.
+  ask.cost.window_s =
+      std::chrono::duration<double>(profile.load.duration + PairedSpec{}.leg_warmup).count();
+  if (store) ask.earlier_days = earlier_days(*store, profile, host, ids);
+  auto calibration = calibrate(figures, profile, ask);
   std::cout << calibration_report(calibration);
   if (!opt.json_path.empty()) {
     write_output_file(opt.json_path, calibration_json(calibration, ids).dump(2) + "\n");
@@ -110,6 +171,11 @@ void register_calibrate_command(CommandSet& commands) {
   cmd->add_option("--json", opt->json_path, "Write the figures as JSON here");
   cmd->add_option("--branch", opt->ci.branch, "Branch recorded with the runs");
   cmd->add_option("--commit", opt->ci.commit, "Commit recorded with the runs");
+  cmd->add_option("--detect", opt->detect_pct,
+                  "The change (%) to plan the paired run for (default: each metric's fail limit)")
+      ->check(CLI::Range(0.1, 1000.0));
+  cmd->add_option("--run-cost", opt->run_cost,
+                  "What a launch costs (service start and warm-up), e.g. 3s (default: measured)");
   cmd->add_flag("!--no-record", opt->record, "Do not store the calibration runs");
   commands.add(cmd, [opt](const CommandContext& ctx) { return calibrate_profile(*opt, ctx); });
 }

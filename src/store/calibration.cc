@@ -63,6 +63,78 @@ int iterations_for(const MetricNoise& n, const Setting& s) {
   return std::max(5, static_cast<int>(std::ceil(need)));
 }
 
+double log_var(const std::vector<double>& xs) {
+  if (xs.size() < 2) return 0;
+  double mean = 0;
+  for (double v : xs) mean += std::log(v) / static_cast<double>(xs.size());
+  double ss = 0;
+  for (double v : xs) ss += (std::log(v) - mean) * (std::log(v) - mean);
+  return ss / static_cast<double>(xs.size() - 1);
+}
+
+double log_mean(const std::vector<double>& xs) {
+  double mean = 0;
+  for (double v : xs) mean += std::log(v) / static_cast<double>(xs.size());
+  return mean;
+}
+
+// One-way random effects by the method of moments, on log figures: the pooled
+// within-run variance is the window's; the variance of the runs' means less its
+// share (window var / windows per run) is the launch's, never below 0.
+struct Components {
+  double window_var = 0;
+  double launch_var = 0;
+  double windows = 1;  // per run, on average
+};
+
+std::optional<Components> components(const std::string& key, const std::vector<RunFigures>& runs) {
+  Components c;
+  double ss = 0, df = 0, n = 0;
+  std::vector<double> means;
+  for (const auto& run : runs) {
+    auto it = run.values.find(key);
+    if (it == run.values.end() || it->second.empty()) return std::nullopt;
+    for (double v : it->second)
+      if (!(v > 0)) return std::nullopt;
+    double m = log_mean(it->second);
+    for (double v : it->second) ss += (std::log(v) - m) * (std::log(v) - m);
+    df += static_cast<double>(it->second.size() - 1);
+    n += static_cast<double>(it->second.size());
+    means.push_back(std::exp(m));
+  }
+  c.window_var = df > 0 ? ss / df : 0;
+  c.windows = n / static_cast<double>(runs.size());
+  c.launch_var = std::max(0.0, log_var(means) - c.window_var / c.windows);
+  return c;
+}
+
+// The day's share: the variance of the days' means less what launches and
+// windows put into a day's mean of `per_day` runs.
+std::optional<double> day_var(const std::string& key, const std::vector<RunFigures>& today,
+                              const std::vector<std::vector<RunFigures>>& earlier,
+                              const Components& c) {
+  std::vector<double> day_means;
+  double runs = 0;
+  std::vector<const std::vector<RunFigures>*> days = {&today};
+  for (const auto& d : earlier) days.push_back(&d);
+  for (const auto* day : days) {
+    std::vector<double> figures;
+    for (const auto& run : *day)
+      if (auto it = run.summary.find(key); it != run.summary.end() && it->second > 0)
+        figures.push_back(it->second);
+    if (figures.empty()) continue;
+    day_means.push_back(std::exp(log_mean(figures)));
+    runs += static_cast<double>(figures.size());
+  }
+  if (day_means.size() < 2) return std::nullopt;
+  double per_day = runs / static_cast<double>(day_means.size());
+  return std::max(0.0, log_var(day_means) - (c.launch_var + c.window_var / c.windows) / per_day);
+}
+
+double sd_pct(double var) {
+  return std::sqrt(var) * 100;
+}
+
 std::optional<MetricNoise> noise_of(const MetricDef& def, const std::vector<RunFigures>& runs,
                                     const Profile& profile, const Setting& s) {
   MetricNoise n;
@@ -103,7 +175,23 @@ std::string pad(const std::string& text, size_t width, bool right) {
 
 }  // namespace
 
-Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profile) {
+int optimal_block(double window_sd, double launch_sd, const RunCost& cost, int max_block) {
+  if (!(launch_sd > 0)) return max_block;
+  double b = std::sqrt(cost.launch_s / cost.window_s) * window_sd / launch_sd;
+  return std::clamp(static_cast<int>(std::lround(b)), 1, max_block);
+}
+
+int launches_to_detect(double window_sd, double launch_sd, int block, double detect_pct,
+                       double confidence_pct) {
+  double delta = std::log1p(detect_pct / 100);
+  double z = stats::normal_quantile(0.5 + confidence_pct / 200) + stats::normal_quantile(0.8);
+  double var = 2 * (launch_sd * launch_sd + window_sd * window_sd / block) / 1e4;
+  // A signed-rank test needs some pairs to reach its level at all (2 / 2^n).
+  return std::max(6, static_cast<int>(std::ceil(z * z * var / (delta * delta))));
+}
+
+Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profile,
+                      const CalibrationAsk& ask) {
   if (runs.size() < 2) throw Error("calibrate needs at least 2 runs to see their noise");
   Calibration c;
   c.runs = static_cast<int>(runs.size());
@@ -115,11 +203,25 @@ Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profil
     for (const auto& def : defs) {
       auto n = noise_of(def, runs, profile, s);
       if (!n) continue;
+      if (auto comp = components(n->metric, runs)) {
+        n->window_sd_pct = sd_pct(comp->window_var);
+        n->launch_sd_pct = sd_pct(comp->launch_var);
+        if (auto day = day_var(n->metric, runs, ask.earlier_days, *comp))
+          n->day_sd_pct = sd_pct(*day);
+        n->detect_pct = ask.detect_pct > 0 ? ask.detect_pct
+                        : n->gated         ? n->current_fail_pct
+                                           : n->suggested_fail_pct;
+        n->block = optimal_block(n->window_sd_pct, n->launch_sd_pct, ask.cost);
+        n->launches = launches_to_detect(n->window_sd_pct, n->launch_sd_pct, n->block,
+                                         n->detect_pct, c.confidence);
+        n->seconds = 2 * n->launches * (ask.cost.launch_s + n->block * ask.cost.window_s);
+      }
       if (n->gated) kept = std::max(kept, iterations_for(*n, s));
       c.metrics.push_back(*n);
     }
   }
   c.suggested_repeat_count = std::max(kept, s.kept) + profile.repeat.discard;
+  c.cost = ask.cost;
   return c;
 }
 
@@ -153,6 +255,20 @@ std::string calibration_report(const Calibration& c) {
       "a fail limit below it fails on noise alone, or never fails for lack of significance.\n";
   out += "suggested repeat.count: " + std::to_string(c.suggested_repeat_count) +
          " (kept iterations enough for the suggested limits)\n";
+  out +=
+      "variance components (sd of log figures) and the paired run that detects each change\n"
+      "with 80% power at the least time (Kalibera & Jones; a launch costs " +
+      fixed(c.cost.launch_s, 1) + " s, a window " + fixed(c.cost.window_s, 1) + " s):\n";
+  for (const auto& n : c.metrics) {
+    if (n.launches == 0) continue;
+    out += "  " + n.metric + ": window " + fixed(n.window_sd_pct, 1) + "%, launch " +
+           fixed(n.launch_sd_pct, 1) + "%, day " +
+           (n.day_sd_pct ? fixed(*n.day_sd_pct, 1) + "%" : std::string("- (one day)")) +
+           "; detect " + fixed(n.detect_pct, 0) + "%: " + std::to_string(n.launches) +
+           " launches of " + std::to_string(n.block) + " (paired.block " + std::to_string(n.block) +
+           ", repeat.count " + std::to_string(n.launches * n.block) + "), about " +
+           fixed(n.seconds, 0) + " s\n";
+  }
   return out;
 }
 

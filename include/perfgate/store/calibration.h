@@ -3,6 +3,7 @@
 // `perfgate calibrate`: what A/A runs against an unchanged service say about the
 // noise of this profile on this runner, and which limits it can honestly hold.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,39 @@ struct MetricNoise {
   bool gated = false;              // the profile sets a relative limit on it
   double current_fail_pct = 0;     // that limit (0 when none)
   bool current_too_tight = false;  // the limit is inside the noise: it would cry wolf
+  // Variance components of the log figures (one-way random effects, method of
+  // moments), each as a standard deviation in %: a window within a launch, a
+  // launch within a day, and a day (only from calibrations on 2 or more days).
+  double window_sd_pct = 0;
+  double launch_sd_pct = 0;
+  std::optional<double> day_sd_pct;
+  // Kalibera & Jones's cost model for the pull-request path (paired mode): to
+  // detect `detect_pct` with 80 % power, `launches` launch pairs of `block`
+  // windows each, chosen to take the least time.
+  double detect_pct = 0;
+  int block = 1;
+  int launches = 0;
+  double seconds = 0;  // the measuring time that takes, both sides
 };
+
+/// What a launch and a window cost, in seconds: a launch starts the service
+/// and warms it up; a window is a measurement window (and its leg warm-up).
+struct RunCost {
+  double launch_s = 2;
+  double window_s = 1;
+};
+
+/// Kalibera & Jones (2013): the windows per launch that minimise the time to
+/// reach a given precision, sqrt((launch cost / window cost) * window var /
+/// launch var), rounded, from 1 to `max_block`; `max_block` when the launches do
+/// not differ.
+int optimal_block(double window_sd, double launch_sd, const RunCost& cost, int max_block = 20);
+
+/// Launch pairs of `block` windows a paired run needs to detect `detect_pct`
+/// (a ratio) with 80 % power at two-sided `confidence_pct`: each pair's log
+/// ratio has variance 2 (launch var + window var / block).
+int launches_to_detect(double window_sd, double launch_sd, int block, double detect_pct,
+                       double confidence_pct);
 
 struct Calibration {
   int runs = 0;
@@ -32,11 +65,22 @@ struct Calibration {
   double confidence = 0;
   std::vector<MetricNoise> metrics;  // metric_defs() then host_metric_defs() order
   int suggested_repeat_count = 0;    // kept iterations per run for the suggested limits
+  RunCost cost;
+};
+
+/// What `calibrate` asks beyond the profile: the change to plan for (0: each
+/// metric's fail limit, else its suggested one), the costs, and earlier
+/// calibrations' figures by UTC day (for the day component; may be empty).
+struct CalibrationAsk {
+  double detect_pct = 0;
+  RunCost cost;
+  std::vector<std::vector<RunFigures>> earlier_days;
 };
 
 /// Noise and suggestions from the figures of `runs` A/A runs (at least 2) of `profile`.
 /// Metrics whose figures are 0 (no errors) have no relative noise and are skipped.
-Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profile);
+Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profile,
+                      const CalibrationAsk& ask = {});
 
 /// The console table and the advice, for people.
 std::string calibration_report(const Calibration& c);

@@ -1,0 +1,80 @@
+// calibrate's variance components and Kalibera & Jones's counts, against
+// values worked out with SciPy (python3-scipy: scipy.stats.norm.ppf, numpy).
+#include "perfgate/store/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace perfgate {
+namespace {
+
+// A run of the throughput metric whose windows have these log figures.
+RunFigures run_of(std::vector<double> logs) {
+  RunFigures r;
+  for (double& v : logs) v = 1000 * std::exp(v);
+  r.values["throughput_rps"] = logs;
+  r.summary["throughput_rps"] = logs[logs.size() / 2];
+  return r;
+}
+
+Profile plain_profile() {
+  Profile p;
+  p.name = "calibration";
+  p.repeat.count = 2;
+  p.repeat.discard = 0;
+  return p;
+}
+
+TEST(CalibrationTest, WindowAndLaunchComponentsAreTheOneWayAnovasMoments) {
+  // Logs {0, .02}, {.10, .12}, {.05, .07}: within-run variance 0.0002 (sd
+  // 1.4142 %); the means' variance 0.0025 less 0.0002 / 2 is 0.0024 (sd 4.8990 %).
+  std::vector<RunFigures> runs = {run_of({0, 0.02}), run_of({0.10, 0.12}), run_of({0.05, 0.07})};
+  auto c = calibrate(runs, plain_profile());
+  ASSERT_EQ(c.metrics.size(), 1u);
+  const auto& n = c.metrics[0];
+  EXPECT_NEAR(n.window_sd_pct, 1.414213562, 1e-6);
+  EXPECT_NEAR(n.launch_sd_pct, 4.898979486, 1e-6);
+  EXPECT_FALSE(n.day_sd_pct) << "one day only";
+  EXPECT_GT(n.launches, 0);
+}
+
+TEST(CalibrationTest, LaunchesThatDoNotDifferHaveNoLaunchComponent) {
+  // Every run's windows alike: the means differ less than the windows predict.
+  std::vector<RunFigures> runs = {run_of({0, 0.04}), run_of({0.01, 0.03}), run_of({0.005, 0.035})};
+  auto n = calibrate(runs, plain_profile()).metrics.at(0);
+  EXPECT_EQ(n.launch_sd_pct, 0);
+  EXPECT_EQ(n.block, 20) << "without a launch effect, the longest block is cheapest";
+}
+
+TEST(CalibrationTest, TheDayComponentNeedsASecondDay) {
+  std::vector<RunFigures> today = {run_of({0, 0.02}), run_of({0.04, 0.06})};
+  CalibrationAsk ask;
+  ask.earlier_days = {{run_of({0.20, 0.22}), run_of({0.24, 0.26})}};
+  auto n = calibrate(today, plain_profile(), ask).metrics.at(0);
+  // Today: window var 0.0002, launch var 0.0025*... = 0.0007. Day means of the
+  // runs' figures (logs .02, .06 and .22, .26): .04 and .24, variance 0.02, less
+  // (0.0007 + 0.0002 / 2) / 2 runs a day = 0.0196: sd 14.0 %.
+  ASSERT_TRUE(n.day_sd_pct);
+  EXPECT_NEAR(*n.day_sd_pct, 14.0, 1e-6);
+}
+
+TEST(CalibrationTest, KaliberaJonesBlockIsTheCostWeightedRatioOfSpreads) {
+  // sqrt(launch cost / window cost) * window sd / launch sd = sqrt(2) * 4 = 5.657.
+  EXPECT_EQ(optimal_block(4, 1, {2, 1}), 6);
+  EXPECT_EQ(optimal_block(1, 4, {2, 1}), 1);
+  EXPECT_EQ(optimal_block(4, 0, {2, 1}), 20);
+  EXPECT_EQ(optimal_block(40, 1, {2, 1}, 10), 10);
+}
+
+TEST(CalibrationTest, LaunchesToDetectAreThePowerFormulasCount) {
+  // (z_.975 + z_.8)^2 * 2 * (4%^2 + 4%^2 / 1) / ln(1.05)^2 = 21.102 -> 22.
+  EXPECT_EQ(launches_to_detect(4, 4, 1, 5, 95), 22);
+  // A block of 4 windows takes the window's share down: 2*(16 + 4)/1e4 -> 13.19 -> 14.
+  EXPECT_EQ(launches_to_detect(4, 4, 4, 5, 95), 14);
+  // Never fewer than a signed-rank test needs to reach its level at all.
+  EXPECT_EQ(launches_to_detect(0.1, 0.1, 1, 50, 95), 6);
+}
+
+}  // namespace
+}  // namespace perfgate
