@@ -411,8 +411,14 @@ BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {
   if (writable && !fs::exists(path)) create_store_file(path);
   if (has_content(path)) check_is_perfgate_store(path);
   if (!writable && has_content(path)) store_schema::check_current_schema(path);
-  Handle db =
-      connect(path, writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
+  // Reading a WAL store needs its -shm beside it: in a folder this user cannot
+  // write, and with no writer's -wal there, it is read as immutable instead
+  // ("attempt to write a readonly database" was the message for a read).
+  auto folder = fs::absolute(path).parent_path();
+  bool unwritable_folder = ::access(folder.c_str(), W_OK) != 0;
+  Handle db = writable            ? connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+              : unwritable_folder ? sqlite::connect_untouched(path)
+                                  : connect(path, SQLITE_OPEN_READONLY);
   prepare({db.get(), path});
   return BaselineStore(path, db.release());
 }

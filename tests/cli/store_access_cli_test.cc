@@ -101,6 +101,35 @@ TEST_F(StoreAccessCliTest, Row14_AStoreInAReadOnlyFolderIsFoundBeforeTheLoad) {
   fs::permissions(folder, fs::perms::owner_all, fs::perm_options::add);  // so TempDir can go
 }
 
+// Issue 28: reading a store in a folder the user cannot write said "attempt to
+// write a readonly database": a WAL store's reader needs its -shm beside it.
+// Every reading command now reads it.
+TEST_F(StoreAccessCliTest, AStoreInAReadOnlyFolderCanBeRead) {
+  auto folder = dir_ / "shared";
+  fs::create_directory(folder);
+  auto store = folder / "perfgate.db";
+  testing::run_command({testing::perfgate_binary(), "run", (dir_ / "profile.json").string(),
+                        "--store", store.string()},
+                       {}, {}, 60);
+  ASSERT_TRUE(fs::exists(store));
+  fs::permissions(store, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::others_read);
+  fs::permissions(folder, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  if (geteuid() != 0) fs::permissions(folder, fs::perms::owner_write, fs::perm_options::remove);
+  const std::string before = testing::read_file(store);
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"history"}, {"store", "check"}, {"store", "export"}}) {
+    args.insert(args.begin(), testing::perfgate_binary());
+    args.insert(args.end(), {"--store", store.string()});
+    auto r = testing::run_command(unprivileged(args), {}, {}, 60);
+    EXPECT_EQ(r.exit_code, 0) << args[1] << ": " << r.err;
+    EXPECT_EQ(r.err.find("readonly"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(testing::read_file(store) == before);
+  fs::permissions(folder, fs::perms::owner_all, fs::perm_options::add);  // so TempDir can go
+}
+
 // Row 14: a folder given as the store.
 TEST_F(StoreAccessCliTest, Row14_AFolderGivenAsTheStoreIsFoundBeforeTheLoad) {
   auto r = run_with_store(dir_.path());
