@@ -282,7 +282,12 @@ std::vector<TargetSpec> read_requests(const Section& root, const TargetSpec& bas
   Section target = root.object("target");
   const Doc* list = target.get("requests");
   if (!list) return mix;
-  if (!list->is_array() || list->empty() || list->size() > kMaxRequests) {
+  if (list->is_array() && list->size() > kMaxRequests) {
+    target.problem("requests", "holds " + std::to_string(list->size()) + " entries; at most " +
+                                   std::to_string(kMaxRequests) + " (give the weights instead)");
+    return mix;
+  }
+  if (!list->is_array() || list->empty()) {
     target.problem("requests", "must be a non-empty array of request objects, got " + shown(*list));
     return mix;
   }
