@@ -526,3 +526,20 @@ TEST(VerdictTest, ExitCodesAndOrdering) {
 
 }  // namespace
 }  // namespace perfgate
+
+namespace perfgate {
+namespace {
+
+// Issue 28: `count: 1` printed "change this run detects: throughput_rps 0.0%".
+// One iteration has no spread of its own; no detectable change is claimed.
+TEST(VerdictTest, OneIterationClaimsNoDetectableChange) {
+  auto base = baseline(1000, 10);
+  auto j = judge(figures(990, 10, 0, 0.005, 1), &base, limits(), {});
+  const auto& c = check(j, "throughput_rps");
+  ASSERT_TRUE(c.test);
+  EXPECT_EQ(c.test->n_now, 1);
+  EXPECT_FALSE(c.test->detectable_pct) << *c.test->detectable_pct;
+}
+
+}  // namespace
+}  // namespace perfgate
