@@ -127,7 +127,9 @@ TEST(StoreMaintenance, MalformedImportAddsNothingAndNamesTheLine) {
     import_runs(store, in, "runs.jsonl");
     ADD_FAILURE() << "imported a malformed line";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("runs.jsonl:2: not a perfgate run"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(
+                  "runs.jsonl:2: run 2: not a perfgate run (created_at: must be a string"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_EQ(store.run_count(), 0);

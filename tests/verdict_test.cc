@@ -526,3 +526,21 @@ TEST(VerdictTest, ExitCodesAndOrdering) {
 
 }  // namespace
 }  // namespace perfgate
+
+namespace perfgate {
+namespace {
+
+// Issue 28: `count: 1` printed "change this run detects: throughput_rps 0.0%":
+// one iteration against baseline runs of one iteration each, alike, gives an
+// interval of no width, which claims no detectable change of any size.
+TEST(VerdictTest, AnIntervalOfNoWidthClaimsNoDetectableChange) {
+  auto base = baseline(1000, 10, 0, 3, 0.0);
+  auto j = judge(figures(990, 10, 0, 0.005, 1), &base, limits(), {});
+  const auto& c = check(j, "throughput_rps");
+  ASSERT_TRUE(c.test);
+  EXPECT_EQ(c.test->n_now, 1);
+  EXPECT_FALSE(c.test->detectable_pct) << *c.test->detectable_pct;
+}
+
+}  // namespace
+}  // namespace perfgate

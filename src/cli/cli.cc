@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <optional>
 
 #include "perfgate/cli/command.h"
@@ -222,6 +223,14 @@ int run_cli(int argc, char** argv) {
       all += (all.empty() ? "" : "\n") + line;
     }
     annotate_error(all);
+  } catch (const std::bad_alloc&) {
+    // "std::bad_alloc" says nothing to a user; what they can change is the
+    // size of what they asked for.
+    std::string what =
+        "out of memory: the run needs more than this machine can give (fewer connections, a "
+        "smaller mix or body?)";
+    std::cerr << "perfgate: error: " << what << "\n";
+    annotate_error(what);
   } catch (const std::exception& e) {
     std::cerr << "perfgate: error: " << printable(e.what()) << "\n";
     annotate_error(e.what());

@@ -130,6 +130,16 @@ std::string change_point_line(const RunChangePoint& cp) {
          report::one_line(cp.metric) + " " + size + " p=" + p + "\n";
 }
 
+// A cell of the table: one line, and short, whatever the store holds (a
+// newline in a commit broke the table; a 200 MB branch made every line 200 MB).
+std::string cell(std::string_view text, size_t max_bytes = 64) {
+  std::string line = report::one_line(text);
+  if (line.size() <= max_bytes) return line;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut) + "...";
+}
+
 std::string table_line(const std::vector<std::string>& cells, const std::vector<size_t>& width) {
   std::string line;
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -194,8 +204,8 @@ int history(const HistoryOptions& opt) {
     };
     auto flags = flags_of(run);
     if (!opened(run).empty()) flags.push_back("change-point");
-    rows.push_back({std::to_string(run.id), run.created_at, report::one_line(run.profile_name),
-                    report::one_line(run.ci.branch), report::short_id(run.ci.commit, 7),
+    rows.push_back({std::to_string(run.id), cell(run.created_at), cell(run.profile_name),
+                    cell(run.ci.branch), cell(report::short_id(run.ci.commit, 7)),
                     figure(kKeyMetrics[0], "req/s"), figure(kKeyMetrics[1], "ms"),
                     figure(kKeyMetrics[2], "%"), std::string(to_string(run.verdict)),
                     report::join(flags, ",")});

@@ -171,6 +171,12 @@ std::optional<ChangeTest> test_change(const std::vector<double>& now, const Base
     bool positive = value > 0 && std::all_of(pooled->second.begin(), pooled->second.end(),
                                              [](double v) { return v > 0; });
     if (positive) t->ci_low_pct = std::max(t->ci_low_pct, -100.0);
+    // One iteration has no spread of its own: its interval says nothing of the
+    // change it could detect (count 1 printed "0.0%"), nor does an interval
+    // of no width.
+    if (t->detectable_pct &&
+        (!(*t->detectable_pct > 0) || (t->unit == "iterations" && now.size() < 2)))
+      t->detectable_pct.reset();
     return t;
   } catch (const std::invalid_argument&) {
     return std::nullopt;  // a zero baseline: no relative change to test

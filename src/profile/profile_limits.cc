@@ -1,5 +1,7 @@
 #include "profile_limits.h"
 
+#include <vector>
+
 #include "perfgate/profile/json_source_map.h"
 
 namespace perfgate::profile_detail {
@@ -37,6 +39,9 @@ std::optional<ProfileProblem> text_limit_problem(std::string_view text) {
                           "is larger than 16 MiB; a profile is a page of JSON (is this the "
                           "right file?)"};
   int depth = 0;
+  // Per open bracket: the keys of an object so far, -1 for an array. Each ':'
+  // outside a string is one key of the innermost object.
+  std::vector<int> keys;
   for (size_t i = 0; i < text.size();) {
     if (starts_literal(text, i)) {
       i = skip_literal(text, i);
@@ -47,8 +52,16 @@ std::optional<ProfileProblem> text_limit_problem(std::string_view text) {
         return problem_at(text, i,
                           "nested deeper than " + std::to_string(kMaxNesting) +
                               " levels; a profile needs a handful");
+      keys.push_back(text[i] == '{' ? 0 : -1);
     } else if (text[i] == ']' || text[i] == '}') {
       --depth;
+      if (!keys.empty()) keys.pop_back();
+    } else if (text[i] == ':' && !keys.empty() && keys.back() >= 0 &&
+               ++keys.back() > kMaxObjectKeys) {
+      return problem_at(text, i,
+                        "an object holds more than " + std::to_string(kMaxObjectKeys) +
+                            " keys, the most a profile's object may hold (is this the right "
+                            "file?)");
     }
     ++i;
   }

@@ -17,6 +17,10 @@ namespace perfgate::profile_detail {
 constexpr size_t kMaxProfileBytes = 16 * 1024 * 1024;
 /// Real profiles nest four or five levels; the parser and the readers recurse.
 constexpr int kMaxNesting = 64;
+/// The keys of any one object. The parser keeps a profile's key order, at a
+/// cost that grows with the square of an object's keys (80,000 took 16.7 s);
+/// real profiles have tens.
+constexpr int kMaxObjectKeys = 10'000;
 /// What all `${...}` of one profile may expand to, together.
 constexpr size_t kMaxExpandedBytes = 64 * 1024 * 1024;
 

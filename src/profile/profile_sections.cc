@@ -74,6 +74,20 @@ std::optional<double> read_rate(const Section& s) {
   return std::nullopt;
 }
 
+// The shortest windows the engines honour: a window of 1ms closes before the
+// load threads have started, and a run of such windows ended "the target
+// hung"; a host sample every 1ns busies a core and measures only itself.
+constexpr Nanos kMinIterationDuration = std::chrono::milliseconds(10);
+constexpr Nanos kMinSamplingInterval = std::chrono::milliseconds(10);
+
+std::optional<Nanos> at_least(const Section& s, std::string_view key, std::optional<Nanos> d,
+                              Nanos min, std::string_view why) {
+  if (!d || *d >= min) return d;
+  s.problem(key, "must be at least " + format_duration(min) + " (" + std::string(why) + "), got " +
+                     shown(*s.get(key)));
+  return std::nullopt;
+}
+
 LoadSpec read_load(const Section& root, const TargetSpec& target) {
   LoadSpec load;
   Section s = root.object("load");
@@ -88,7 +102,9 @@ LoadSpec read_load(const Section& root, const TargetSpec& target) {
     s.problem("connections", "must be at least threads (" + std::to_string(load.threads) +
                                  "), got " + std::to_string(load.connections) +
                                  (connections ? "" : " (the default)"));
-  load.duration = s.duration("duration", false, kMaxDuration).value_or(load.duration);
+  load.duration = at_least(s, "duration", s.duration("duration", false, kMaxDuration),
+                           kMinIterationDuration, "a shorter window closes before the load runs")
+                      .value_or(load.duration);
   load.warmup = s.duration("warmup", true, kMaxWarmup).value_or(load.warmup);
   load.rate = read_rate(s).value_or(load.rate);
   load.engine = s.string("engine").value_or(load.engine);
@@ -224,7 +240,9 @@ SaturationSpec read_saturation(const Section& root) {
   SaturationSpec spec;
   Section s = root.object("saturation");
   s.reject_unknown(kSaturationKeys);
-  spec.interval = s.duration("interval", false, std::chrono::seconds(10)).value_or(spec.interval);
+  spec.interval = at_least(s, "interval", s.duration("interval", false, std::chrono::seconds(10)),
+                           kMinSamplingInterval, "sampling more often busies a core")
+                      .value_or(spec.interval);
   spec.generator_thread_cpu_pct =
       s.percent("generator_cpu", 100).value_or(spec.generator_thread_cpu_pct);
   spec.foreign_cpu_pct = s.percent("foreign_cpu", 100).value_or(spec.foreign_cpu_pct);

@@ -19,6 +19,7 @@ constexpr std::array<std::string_view, 9> kRequestKeys = {
 constexpr size_t kMaxSuccessTerms = 100;
 constexpr size_t kMaxBodyBytes = 64 * 1024 * 1024;
 constexpr size_t kMaxRequests = 1000;
+constexpr size_t kMaxMixBodyBytes = 256 * 1024 * 1024;
 // Servers refuse far less (8-16 KB is usual); past this a value is a mistake.
 constexpr size_t kMaxHeaderValueBytes = 64 * 1024;
 
@@ -145,7 +146,43 @@ std::vector<std::pair<std::string, std::string>> headers_of(const Section& s) {
     else if (value.size() > kMaxHeaderValueBytes)
       s.problem(child_path("headers", name), "is longer than 64 KiB; servers refuse far less");
   }
+  // Header names are case-insensitive: "Host" and "host" would both be sent,
+  // and a server may take either.
+  for (size_t i = 0; i < headers.size(); ++i) {
+    const auto& name = headers[i].first;
+    for (size_t k = 0; k < i; ++k)
+      if (lowercase(headers[k].first) == lowercase(name)) {
+        s.problem(child_path("headers", name),
+                  "repeats header " + json_quoted(headers[k].first) +
+                      " (header names are case-insensitive); give it once");
+        break;
+      }
+    // perfgate frames the body itself (Content-Length); a chunked header over
+    // a raw body would make the server misread every request after it.
+    if (lowercase(name) == "transfer-encoding")
+      s.problem(child_path("headers", name),
+                "must not be set: perfgate frames the body itself (with Content-Length)");
+  }
   return headers;
+}
+
+// A Content-Length of the user's that is not the body's length makes the
+// server read too little or wait for bytes that never come.
+void check_content_length(const Section& s, const TargetSpec& target, bool own_headers) {
+  for (const auto& [name, value] : target.headers) {
+    if (lowercase(name) != "content-length") continue;
+    std::string body = std::to_string(target.body.size());
+    if (value == body) return;
+    std::string why = "is " + json_quoted(value) + ", but the body is " + body +
+                      " bytes; leave Content-Length out (perfgate sets it)";
+    if (own_headers)
+      s.problem(child_path("headers", name), why);
+    else
+      s.problem(s.has("body_file") ? "body_file" : "body",
+                "the inherited header " + name + ": " + value + " does not match: the body is " +
+                    body + " bytes; leave Content-Length out (perfgate sets it)");
+    return;
+  }
 }
 
 // A body from `body` or from `body_file` (relative to the profile's folder).
@@ -246,7 +283,10 @@ TargetSpec read_request(const Section& e, const TargetSpec& base,
   request.name = e.string("name").value_or("");
   request.url = entry_url(e, base);
   request.method = method_of(e, base.method);
-  for (auto& header : headers_of(e)) {
+  auto own = headers_of(e);
+  bool own_length = std::any_of(
+      own.begin(), own.end(), [](const auto& h) { return lowercase(h.first) == "content-length"; });
+  for (auto& header : own) {
     auto same = [&](const auto& h) { return lowercase(h.first) == lowercase(header.first); };
     std::erase_if(request.headers, same);
     request.headers.push_back(std::move(header));
@@ -255,6 +295,9 @@ TargetSpec read_request(const Section& e, const TargetSpec& base,
     request.body_file.clear();
     read_body(e, base_dir, request);
   }
+  // The target's own mismatch is the target's to report.
+  if (own_length || e.has("body") || e.has("body_file"))
+    check_content_length(e, request, own_length);
   request.weight = read_weight(e).value_or(1);
   read_success_statuses(e, request);
   return request;
@@ -271,6 +314,7 @@ TargetSpec read_target(const Section& root, const std::filesystem::path& base_di
   target.method = method_of(s, target.method);
   target.headers = headers_of(s);
   read_body(s, base_dir, target);
+  check_content_length(s, target, true);
   read_http_options(s, target);
   read_success_statuses(s, target);
   return target;
@@ -291,6 +335,10 @@ std::vector<TargetSpec> read_requests(const Section& root, const TargetSpec& bas
     target.problem("requests", "must be a non-empty array of request objects, got " + shown(*list));
     return mix;
   }
+  // Every entry holds its own copy of its body (one it does not set is the
+  // target's), and the engines copy them again: 1000 entries of a 64 MiB body
+  // once ran out of memory after the load had started.
+  size_t bodies = 0;
   for (size_t i = 0; i < list->size(); ++i) {
     Section entry(&(*list)[i], element_path(target.path_of("requests"), i), target.problems());
     if (!(*list)[i].is_object()) {
@@ -298,6 +346,15 @@ std::vector<TargetSpec> read_requests(const Section& root, const TargetSpec& bas
       continue;
     }
     mix.push_back(read_request(entry, base, base_dir));
+    bodies += mix.back().body.size();
+    if (bodies > kMaxMixBodyBytes) {
+      entry.problem("",
+                    "the mix's bodies add up to more than 256 MiB here (an entry without a "
+                    "body of its own carries the target's " +
+                        std::to_string(base.body.size()) +
+                        " bytes); use smaller bodies or fewer entries");
+      break;
+    }
   }
   return mix;
 }

@@ -1,8 +1,11 @@
 #include "perfgate/store/run_record.h"
 
 #include <array>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 
 namespace perfgate {
@@ -50,6 +53,101 @@ std::string base64_decode(std::string_view text) {
   return out;
 }
 
+// Every field of an imported run is checked as it is read: a count that is
+// negative or too large would wrap (-1 becomes 2^64-1, then a CI of +3.9e18 %),
+// a text without bound fills the history's table, and a type error would
+// surface in nlohmann's words. Each error names the field.
+constexpr size_t kShortText = 1024;             // names, branch, commit, times, states
+constexpr size_t kReasonText = 16 * 1024;       // a reviewer's or saturation reason
+constexpr size_t kLongText = 16 * 1024 * 1024;  // the profile, host samples, a histogram
+// Counts stay exact in a double (the statistics' type): 2^53.
+constexpr uint64_t kLargestCount = uint64_t{1} << 53;
+
+std::string type_name(const json& j) {
+  if (j.is_number_integer() || j.is_number_unsigned()) return "an integer";
+  if (j.is_number_float()) return "a number with a fraction or exponent";
+  return std::string(j.is_null() ? "null" : j.is_string() ? "a string" : j.type_name());
+}
+
+const json& field(const json& j, std::string_view key, const std::string& where) {
+  if (!j.is_object()) throw Error(where + ": must be an object, got " + type_name(j));
+  auto it = j.find(std::string(key));
+  if (it == j.end())
+    throw Error((where.empty() ? "" : where + ".") + std::string(key) + ": missing");
+  return *it;
+}
+
+std::string path_of(const std::string& where, std::string_view key) {
+  return where.empty() ? std::string(key) : where + "." + std::string(key);
+}
+
+uint64_t count_value(const json& v, const std::string& name, uint64_t max = kLargestCount) {
+  bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0;
+  if (!v.is_number_integer() || negative || v.get<uint64_t>() > max)
+    throw Error(name + ": must be an integer from 0 to " + std::to_string(max) + ", got " +
+                (v.is_number() ? short_number(v.get<double>()) : type_name(v)));
+  return v.get<uint64_t>();
+}
+
+uint64_t count_at(const json& j, std::string_view key, const std::string& where,
+                  uint64_t max = kLargestCount) {
+  return count_value(field(j, key, where), path_of(where, key), max);
+}
+
+int int_at(const json& j, std::string_view key, const std::string& where) {
+  return static_cast<int>(count_at(j, key, where, std::numeric_limits<int>::max()));
+}
+
+std::string text_value(const json& v, const std::string& name, size_t limit) {
+  if (!v.is_string()) throw Error(name + ": must be a string, got " + type_name(v));
+  const auto& s = v.get_ref<const std::string&>();
+  if (s.size() > limit)
+    throw Error(name + ": " + std::to_string(s.size()) + " bytes, more than the " +
+                std::to_string(limit / 1024) + " KiB a run's " +
+                (limit == kShortText ? "name or label" : "text") + " may hold");
+  return s;
+}
+
+std::string text_at(const json& j, std::string_view key, const std::string& where,
+                    size_t limit = kShortText) {
+  return text_value(field(j, key, where), path_of(where, key), limit);
+}
+
+bool bool_at(const json& j, std::string_view key, const std::string& where) {
+  const auto& v = field(j, key, where);
+  if (!v.is_boolean())
+    throw Error(path_of(where, key) + ": must be true or false, got " + type_name(v));
+  return v.get<bool>();
+}
+
+const json& array_at(const json& j, std::string_view key, const std::string& where) {
+  const auto& v = field(j, key, where);
+  if (!v.is_array()) throw Error(path_of(where, key) + ": must be an array, got " + type_name(v));
+  return v;
+}
+
+std::vector<std::string> texts_at(const json& j, std::string_view key, const std::string& where,
+                                  size_t limit) {
+  std::vector<std::string> out;
+  const auto& list = array_at(j, key, where);
+  for (size_t i = 0; i < list.size(); ++i)
+    out.push_back(text_value(list[i], path_of(where, key) + "[" + std::to_string(i) + "]", limit));
+  return out;
+}
+
+template <size_t N>
+std::array<uint64_t, N> counts_at(const json& j, std::string_view key, const std::string& where) {
+  const auto& list = array_at(j, key, where);
+  auto name = path_of(where, key);
+  if (list.size() != N)
+    throw Error(name + ": must hold " + std::to_string(N) + " counts, got " +
+                std::to_string(list.size()));
+  std::array<uint64_t, N> out{};
+  for (size_t i = 0; i < N; ++i)
+    out[i] = count_value(list[i], name + "[" + std::to_string(i) + "]");
+  return out;
+}
+
 json iteration_json(const Iteration& it, const RunRecord& run, size_t i) {
   const auto& s = it.stats;
   json j = {{"index", it.index},
@@ -65,26 +163,32 @@ json iteration_json(const Iteration& it, const RunRecord& run, size_t i) {
   return j;
 }
 
-Iteration iteration_from(const json& j) {
+Iteration iteration_from(const json& j, const std::string& where) {
   Iteration it;
-  it.index = j.at("index").get<int>();
-  it.discarded = j.at("discarded").get<bool>();
-  it.duration = Nanos(j.at("duration_ns").get<int64_t>());
+  it.index = int_at(j, "index", where);
+  it.discarded = bool_at(j, "discarded", where);
+  it.duration = Nanos(
+      static_cast<int64_t>(count_at(j, "duration_ns", where, std::numeric_limits<int64_t>::max())));
   auto& s = it.stats;
-  s.responses = j.at("responses").get<uint64_t>();
-  s.bytes_read = j.at("bytes_read").get<uint64_t>();
-  auto e = j.at("errors").get<std::array<uint64_t, 5>>();
+  s.responses = count_at(j, "responses", where);
+  s.bytes_read = count_at(j, "bytes_read", where);
+  auto e = counts_at<5>(j, "errors", where);
   s.errors =
       ErrorCounts{.connect = e[0], .read = e[1], .write = e[2], .timeout = e[3], .other = e[4]};
-  s.statuses.by_class = j.at("statuses").get<std::array<uint64_t, 6>>();
-  s.latency = LatencyHistogram::deserialize(base64_decode(j.at("latency").get<std::string>()));
+  s.statuses.by_class = counts_at<6>(j, "statuses", where);
+  auto latency = text_at(j, "latency", where, kLongText);
+  try {
+    s.latency = LatencyHistogram::deserialize(base64_decode(latency));
+  } catch (const Error& e) {
+    throw Error(where + ".latency: " + e.what());
+  }
   return it;
 }
 
 Verdict verdict_from(const std::string& name) {
   for (auto v : {Verdict::kPass, Verdict::kWarn, Verdict::kFail, Verdict::kError})
     if (to_string(v) == name) return v;
-  throw Error("unknown verdict \"" + name + "\"");
+  throw Error("verdict must be \"pass\", \"warn\", \"fail\" or \"error\", got \"" + name + "\"");
 }
 
 json ci_json(const CiContext& ci) {
@@ -97,50 +201,87 @@ json ci_json(const CiContext& ci) {
 
 CiContext ci_from(const json& j) {
   CiContext ci;
-  ci.provider = j.at("provider").get<std::string>();
-  ci.commit = j.at("commit").get<std::string>();
-  ci.branch = j.at("branch").get<std::string>();
-  ci.baseline_branch = j.at("baseline_branch").get<std::string>();
-  ci.pipeline_id = j.at("pipeline_id").get<std::string>();
+  ci.provider = text_at(j, "provider", "ci");
+  ci.commit = text_at(j, "commit", "ci");
+  ci.branch = text_at(j, "branch", "ci");
+  ci.baseline_branch = text_at(j, "baseline_branch", "ci");
+  ci.pipeline_id = text_at(j, "pipeline_id", "ci");
   return ci;
 }
 
 void read_iterations(const json& list, RunRecord& run) {
+  // A run without iterations has nothing to judge, and two with one index
+  // would meet the store's key as SQLite's "UNIQUE constraint failed".
+  // (An aborted run may have none: the store keeps what a signal cut short.)
+  if (list.empty() && run.status != "aborted")
+    throw Error("iterations: a " + run.status + " run needs at least one iteration, got none");
   bool every_cpu = true;
-  for (const auto& j : list) {
-    run.iterations.push_back(iteration_from(j));
+  std::set<int> indices;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& j = list[i];
+    auto where = "iterations[" + std::to_string(i) + "]";
+    run.iterations.push_back(iteration_from(j, where));
+    if (!indices.insert(run.iterations.back().index).second)
+      throw Error(where + ".index: " + std::to_string(run.iterations.back().index) +
+                  " again; each iteration's index is its own");
     every_cpu = every_cpu && j.contains("service_cpu_s");
-    if (j.contains("service_cpu_s")) run.service_cpu_s.push_back(j["service_cpu_s"].get<double>());
+    if (j.contains("service_cpu_s")) {
+      const auto& cpu = j["service_cpu_s"];
+      if (!cpu.is_number() || !(cpu.get<double>() >= 0))
+        throw Error(where + ".service_cpu_s: must be a number of seconds, 0 or more");
+      run.service_cpu_s.push_back(cpu.get<double>());
+    }
   }
   if (!every_cpu) run.service_cpu_s.clear();
 }
 
+std::map<std::string, std::string> host_from(const json& j) {
+  if (!j.is_object()) throw Error("host: must be an object, got " + type_name(j));
+  std::map<std::string, std::string> fields;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    if (key.size() > kShortText)
+      throw Error("host: a key of " + std::to_string(key.size()) + " bytes, more than 1 KiB");
+    fields[key] = text_value(it.value(), "host." + key.substr(0, 64), kShortText);
+  }
+  return fields;
+}
+
+std::string optional_text(const json& j, std::string_view key, size_t limit = kShortText) {
+  return j.contains(std::string(key)) ? text_at(j, key, "", limit) : std::string();
+}
+
 RunRecord run_from(const json& j) {
+  if (!j.is_object()) throw Error("must be a JSON object, got " + type_name(j));
   RunRecord run;
-  run.id = j.value("id", int64_t{0});
-  run.created_at = j.at("created_at").get<std::string>();
-  run.profile_name = j.at("profile_name").get<std::string>();
-  run.profile_hash = j.at("profile_hash").get<std::string>();
-  run.profile_json = j.at("profile_json").get<std::string>();
-  run.ci = ci_from(j.at("ci"));
-  run.host.fields = j.at("host").get<std::map<std::string, std::string>>();
-  run.engine = j.at("engine").get<std::string>();
-  run.threads = j.at("threads").get<int>();
-  run.connections = j.at("connections").get<int>();
-  run.verdict = verdict_from(j.at("verdict").get<std::string>());
-  run.saturation.saturated = j.at("saturation").at("saturated").get<bool>();
-  run.saturation.reasons = j.at("saturation").at("reasons").get<std::vector<std::string>>();
+  run.id = j.contains("id") ? static_cast<int64_t>(count_at(j, "id", "")) : 0;
+  run.created_at = text_at(j, "created_at", "");
+  run.profile_name = text_at(j, "profile_name", "");
+  run.profile_hash = text_at(j, "profile_hash", "");
+  run.profile_json = text_at(j, "profile_json", "", kLongText);
+  run.ci = ci_from(field(j, "ci", ""));
+  run.host.fields = host_from(field(j, "host", ""));
+  run.engine = text_at(j, "engine", "");
+  run.threads = int_at(j, "threads", "");
+  run.connections = int_at(j, "connections", "");
+  run.verdict = verdict_from(text_at(j, "verdict", ""));
+  const auto& saturation = field(j, "saturation", "");
+  run.saturation.saturated = bool_at(saturation, "saturated", "saturation");
+  run.saturation.reasons = texts_at(saturation, "reasons", "saturation", kReasonText);
   // Exports before paired mode's busy-host findings have none.
-  run.saturation.shared = j.at("saturation").value("shared", std::vector<std::string>{});
-  run.status = j.at("status").get<std::string>();
+  if (saturation.contains("shared"))
+    run.saturation.shared = texts_at(saturation, "shared", "saturation", kReasonText);
+  run.status = text_at(j, "status", "");
+  if (run.status != "complete" && run.status != "aborted")
+    throw Error("status must be \"complete\" or \"aborted\", got \"" + run.status + "\"");
   // Exports of schema 2 stores have neither: a gate run nobody reviewed.
-  run.kind = j.value("kind", std::string("gate"));
+  run.kind = j.contains("kind") ? text_at(j, "kind", "") : std::string("gate");
   if (j.contains("review")) {
     const auto& r = j.at("review");
-    run.review = {r.at("state").get<std::string>(), r.at("reason").get<std::string>(),
-                  r.at("by").get<std::string>(), r.at("at").get<std::string>()};
+    run.review = {text_at(r, "state", "review"), text_at(r, "reason", "review", kReasonText),
+                  text_at(r, "by", "review"), text_at(r, "at", "review")};
   }
-  run.pair = j.value("pair", std::string());
+  run.pair = optional_text(j, "pair");
   bool paired = run.kind == "paired" || run.kind == "paired-baseline";
   if (run.kind != "gate" && run.kind != "calibration" && !paired)
     throw Error(
@@ -152,8 +293,8 @@ RunRecord run_from(const json& j) {
   if (!run.review.state.empty() && run.review.state != "accepted" && run.review.state != "rejected")
     throw Error("review.state must be \"accepted\", \"rejected\" or \"\", got \"" +
                 run.review.state + "\"");
-  run.host_samples_json = j.value("host_samples", std::string());
-  read_iterations(j.at("iterations"), run);
+  run.host_samples_json = optional_text(j, "host_samples", kLongText);
+  read_iterations(array_at(j, "iterations", ""), run);
   return run;
 }
 
@@ -201,7 +342,12 @@ RunRecord run_from_json_line(std::string_view line) {
   try {
     return run_from(json::parse(line));
   } catch (const json::exception& e) {
-    throw Error(e.what());
+    // nlohmann's "[json.exception.parse_error.101] " is no word of perfgate's.
+    std::string what = e.what();
+    auto tag_end = what.find("] ");
+    if (what.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos)
+      what = what.substr(tag_end + 2);
+    throw Error(e.id >= 100 && e.id < 200 ? "not JSON: " + what : what);
   }
 }
 

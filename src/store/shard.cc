@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -12,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/metrics.h"
 
@@ -178,6 +181,29 @@ std::string merged_host_samples(const std::vector<ShardFile>& shards) {
   return doc.dump();
 }
 
+// The file's numbers, checked before narrowing: a count of 2^40 read as an
+// int was shard "2/0".
+int shard_int(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<int64_t>() < 1 ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT32_MAX}) ||
+      v.get<int64_t>() > INT32_MAX)
+    throw Error(std::string("shard.") + key + ": must be an integer from 1 to " +
+                std::to_string(INT32_MAX) + ", got " +
+                (v.is_number() ? short_number(v.get<double>()) : v.dump().substr(0, 40)));
+  return static_cast<int>(v.get<int64_t>());
+}
+
+int64_t shard_ms(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}) || v.get<int64_t>() < 0)
+    throw Error(std::string("shard.") + key +
+                ": must be Unix milliseconds, an integer from 0, got " +
+                (v.is_number() ? short_number(v.get<double>()) : v.dump().substr(0, 40)));
+  return v.get<int64_t>();
+}
+
 }  // namespace
 
 ShardSpec parse_shard_spec(std::string_view text) {
@@ -269,12 +295,16 @@ ShardFile read_shard_file(const std::filesystem::path& path) {
     if (j.value("format", 0) != kShardFormat)
       throw Error(path.string() + ": shard format " + j.value("format", json()).dump() +
                   ", this perfgate reads format " + std::to_string(kShardFormat));
-    s.spec = {j.at("index").get<int>(), j.at("count").get<int>()};
+    s.spec = {shard_int(j, "index"), shard_int(j, "count")};
     if (s.spec.count < 1 || s.spec.index < 1 || s.spec.index > s.spec.count)
       throw Error(path.string() + ": shard " + s.spec.text() + " is not I/N with 1 <= I <= N");
-    s.measured_from_ms = j.at("measured_from_ms").get<int64_t>();
-    s.measured_to_ms = j.at("measured_to_ms").get<int64_t>();
-    s.run = run_from_json_line(j.at("run").dump());
+    s.measured_from_ms = shard_ms(j, "measured_from_ms");
+    s.measured_to_ms = shard_ms(j, "measured_to_ms");
+    try {
+      s.run = run_from_json_line(j.at("run").dump());
+    } catch (const Error& e) {
+      throw Error(path.string() + ": not a perfgate run (" + e.what() + ")");
+    }
     if (j.contains("in_flight_at_end") && j["in_flight_at_end"].is_number_unsigned())
       s.in_flight_at_end = j["in_flight_at_end"].get<uint64_t>();
   } catch (const json::exception& e) {

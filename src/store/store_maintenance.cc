@@ -100,12 +100,17 @@ std::set<std::string> stored_keys(BaselineStore& store) {
   return keys;
 }
 
-RunRecord parse_line(const std::string& line, const std::string& source, int line_no) {
+// "export.jsonl:7: run 5: ...": the line for an editor, the run for a person
+// counting the export's runs (blank lines are not runs).
+std::string import_place(const std::string& source, int line_no, int run_no) {
+  return source + ":" + std::to_string(line_no) + ": run " + std::to_string(run_no);
+}
+
+RunRecord parse_line(const std::string& line, const std::string& place) {
   try {
     return run_from_json_line(line);
   } catch (const Error& e) {
-    throw Error(source + ":" + std::to_string(line_no) + ": not a perfgate run (" + e.what() +
-                "); nothing imported");
+    throw Error(place + ": not a perfgate run (" + e.what() + "); nothing imported");
   }
 }
 
@@ -160,12 +165,13 @@ ImportCounts import_runs(BaselineStore& store, std::istream& in, const std::stri
   ImportCounts counts;
   std::string line;
   int line_no = 0;
+  int run_no = 0;
   auto next = [&]() -> std::optional<RunRecord> {
     while (std::getline(in, line)) {
       ++line_no;
       if (progress && line_no % 1000 == 0) progress(counts);
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      auto run = parse_line(line, source, line_no);
+      auto run = parse_line(line, import_place(source, line_no, ++run_no));
       if (keys.insert(content_key(run)).second) {
         ++counts.added;
         return run;
@@ -174,7 +180,16 @@ ImportCounts import_runs(BaselineStore& store, std::istream& in, const std::stri
     }
     return std::nullopt;
   };
-  store.record_each(next);
+  try {
+    store.record_each(next);
+  } catch (const Error& e) {
+    // The store's own refusals (SQLite's words) get the run they met; the
+    // transaction is rolled back, so nothing of the file is kept.
+    std::string what = e.what();
+    if (what.rfind(source + ":", 0) == 0) throw;
+    throw Error(import_place(source, line_no, run_no) + ": cannot store the run (" + what +
+                "); nothing imported");
+  }
   return counts;
 }
 

@@ -316,7 +316,8 @@ inline std::string detectable_changes(const GateResult& result) {
   std::string list;
   for (const MetricCheck& c : result.checks) {
     if (!c.gated || !c.test) continue;
-    std::string figure = "none (level out of reach)";
+    std::string figure =
+        c.test->reaches_level ? "not computable (too few iterations)" : "none (level out of reach)";
     if (auto pct = detectable_change_pct(c)) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.1f%%", *pct);
