@@ -349,6 +349,67 @@ TEST(CiTemplatesTest, TheGitlabTemplatesCacheKeysHoldNoBranchNameAndJobsAreInter
   EXPECT_NE(commands_of(job).find("--baseline-branch $CI_DEFAULT_BRANCH"), std::string::npos);
 }
 
+// A merged-results pipeline or a merge train checks out the merge with the
+// target's head: paired mode must build that head as the baseline, not the fork
+// point (whose comparison would charge the target's own changes to the merge
+// request). gitlab-ci-local has no merged results; the pipeline test fakes one
+// (a local merge commit and the variables GitLab sets).
+TEST(CiTemplatesTest, TheGitlabPairedBaselineIsTheTargetsHeadInMergedResultsAndMergeTrains) {
+  require_pyyaml();
+  std::string script =
+      commands_of(load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"]);
+  EXPECT_TRUE(std::regex_search(
+      script, std::regex(R"(case "\$\{CI_MERGE_REQUEST_EVENT_TYPE:-\}" in\s+merged_result \| )"
+                         R"(merge_train\) base=\$\{CI_MERGE_REQUEST_TARGET_BRANCH_SHA:-\})")))
+      << script;
+  // The fork point stays the baseline of a detached merge request pipeline.
+  EXPECT_NE(script.find("base=${CI_MERGE_REQUEST_DIFF_BASE_SHA:-}"), std::string::npos);
+  std::string docs = testing::read_file(testing::source_dir() / "docs/ci.md");
+  EXPECT_NE(docs.find("CI_MERGE_REQUEST_TARGET_BRANCH_SHA"), std::string::npos);
+}
+
+// GitLab leaves rule-less jobs out of merge request pipelines unless the
+// configuration has workflow:rules; a template whose job alone matches merge
+// requests then makes merge request pipelines that hold only it ("Pipelines
+// must succeed" checks those). Both templates carry the merge-request workflow.
+// ci/gitlab-rules-check.js evaluates the effect per kind of pipeline.
+TEST(CiTemplatesTest, TheGitlabTemplatesSwitchToMergeRequestPipelinesForEveryJob) {
+  require_pyyaml();
+  for (const char* file : {"perfgate.gitlab-ci.yml", "perfgate-sharded.gitlab-ci.yml"}) {
+    json rules = load_yaml(ci_dir() / "gitlab" / file)["workflow"]["rules"];
+    ASSERT_TRUE(rules.is_array()) << file << ": no workflow:rules";
+    ASSERT_EQ(rules.size(), 3u) << file;
+    EXPECT_EQ(rules[0]["if"], "$CI_PIPELINE_SOURCE == \"merge_request_event\"") << file;
+    EXPECT_EQ(rules[1]["if"], "$CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS") << file;
+    EXPECT_EQ(rules[1]["when"], "never") << file;
+    // Every other pipeline (tags, schedules, branches) is created as before.
+    EXPECT_EQ(rules[2], json({{"when", "always"}})) << file;
+  }
+}
+
+// Fixed ports collide between jobs on one host: the templates pick free ones at
+// job start unless the user set them.
+TEST(CiTemplatesTest, TheTemplatesPickFreePortsUnlessSet) {
+  require_pyyaml();
+  json gitlab = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
+  std::string github =
+      commands_of(step_named(load_yaml(ci_dir() / "github/action.yml"), "Run perfgate"));
+  for (const std::string& script : {commands_of(gitlab), github}) {
+    for (
+        const char* needle :
+        {"free_port() {", "$(od -An -N2 -tu2 /dev/urandom) % 12000 + 20000",
+         "/proc/net/tcp /proc/net/tcp6",
+         R"([ -n "${PERFGATE_CANDIDATE_PORT:-}" ] || PERFGATE_CANDIDATE_PORT=$(free_port))",
+         R"([ -n "${PERFGATE_BASELINE_PORT:-}" ] || PERFGATE_BASELINE_PORT=$(free_port "$PERFGATE_CANDIDATE_PORT"))",
+         "export PERFGATE_CANDIDATE_PORT PERFGATE_BASELINE_PORT"})
+      EXPECT_NE(script.find(needle), std::string::npos) << needle;
+    // Picked before perfgate runs.
+    EXPECT_LT(script.find("PERFGATE_CANDIDATE_PORT=$(free_port)"), script.find(" run \""));
+  }
+  EXPECT_EQ(gitlab["variables"]["PERFGATE_CANDIDATE_PORT"], "");
+  EXPECT_EQ(gitlab["variables"]["PERFGATE_BASELINE_PORT"], "");
+}
+
 // --- Sharded runs: the CI's own fan-out runs the shards, one job merges.
 
 // Every --shard the commands pass, as "I/N" text.
