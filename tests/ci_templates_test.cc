@@ -284,6 +284,89 @@ TEST(CiTemplatesTest, TheReleaseWorkflowPublishesTheDebAndTheImage) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle;
 }
 
+// One job creates the release; the .deb and image jobs need it and only upload
+// (two jobs creating one release race: one of them fails).
+TEST(CiTemplatesTest, TheReleaseIsCreatedOnceBeforeTheJobsThatUploadToIt) {
+  require_pyyaml();
+  json jobs = load_yaml(ci_dir() / "github/perfgate-release.yml")["jobs"];
+  ASSERT_TRUE(jobs.contains("release"));
+  EXPECT_NE(
+      commands_of(jobs["release"]).find("gh release create \"$GITHUB_REF_NAME\" --verify-tag"),
+      std::string::npos);
+  EXPECT_FALSE(jobs["release"].contains("needs"));
+  for (const auto& [name, job] : jobs.items()) {
+    if (name == "release") continue;
+    EXPECT_EQ(job.value("needs", json()), "release") << name;
+    EXPECT_EQ(commands_of(job).find("release create"), std::string::npos) << name;
+    // The stamped tag, not github.sha (the commit before it).
+    for (const json& step : job["steps"]) {
+      if (step.value("uses", "").starts_with("actions/checkout@")) {
+        EXPECT_EQ(step["with"]["ref"], "${{ github.ref }}") << name;
+      }
+    }
+  }
+  for (const json& step : jobs["deb"]["steps"]) {
+    if (step.value("uses", "").starts_with("softprops/action-gh-release@")) {
+      EXPECT_EQ(step["with"]["tag_name"], "${{ github.ref_name }}");
+    }
+  }
+}
+
+// The release stamps its version and download location into the tag's
+// ci/github/action.yml: the release job's stamp step, run here against a
+// throwaway origin, moves the tag to a commit whose action installs that version
+// from that repository.
+TEST(CiTemplatesTest, TheReleaseStampsItsVersionAndDownloadLocationIntoTheAction) {
+  require_pyyaml();
+  json action = load_yaml(ci_dir() / "github/action.yml");
+  EXPECT_EQ(step_named(action, "Plan")["env"]["PERFGATE_RELEASE_VERSION"], "");
+  EXPECT_EQ(step_named(action, "Install perfgate")["env"]["PERFGATE_RELEASES"], "");
+  std::string plan = commands_of(step_named(action, "Plan"));
+  std::string install = commands_of(step_named(action, "Install perfgate"));
+  EXPECT_NE(plan.find("[ -n \"$version\" ] || version=$PERFGATE_RELEASE_VERSION"),
+            std::string::npos);
+  EXPECT_NE(install.find("RELEASES=${PERFGATE_RELEASES:-$RELEASES}"), std::string::npos);
+
+  std::string stamp;
+  json release = load_yaml(ci_dir() / "github/perfgate-release.yml");
+  for (const json& step : release["jobs"]["release"]["steps"])
+    if (step.value("id", "") == "stamp") stamp = step["run"];
+  ASSERT_FALSE(stamp.empty()) << "no stamp step in the release job";
+  std::string cmake = testing::read_file(testing::source_dir() / "CMakeLists.txt");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(cmake, m, std::regex(R"(project\(perfgate VERSION ([^ )]+))")));
+  std::string version = m[1];
+
+  testing::TempDir dir;
+  fs::create_directories(dir / "work/ci/github");
+  fs::copy_file(testing::source_dir() / "CMakeLists.txt", dir / "work/CMakeLists.txt");
+  fs::copy_file(ci_dir() / "github/action.yml", dir / "work/ci/github/action.yml");
+  testing::write_file(dir / "stamp.sh", stamp);
+  std::string setup = R"(set -e
+git init -q --bare -b main origin.git
+cd work && git init -q -b main && git add -A
+git -c user.name=t -c user.email=t@example.invalid commit -qm release
+git -c user.name=t -c user.email=t@example.invalid tag -a "v$V" -m "v$V"
+git remote add origin ../origin.git && git push -q origin main "v$V"
+bash -e ../stamp.sh
+git -C ../origin.git show "v$V:ci/github/action.yml"
+)";
+  auto result = testing::run_command({"/bin/bash", "-c", setup},
+                                     {{"V", version},
+                                      {"GITHUB_REF_NAME", "v" + version},
+                                      {"GITHUB_SERVER_URL", "https://github.com"},
+                                      {"GITHUB_REPOSITORY", "someone/perfgate"},
+                                      {"GITHUB_OUTPUT", (dir / "output").string()}},
+                                     dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("PERFGATE_RELEASE_VERSION: \"" + version + "\""), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find(
+                "PERFGATE_RELEASES: \"https://github.com/someone/perfgate/releases/download\""),
+            std::string::npos);
+  EXPECT_EQ(testing::read_file(dir / "output"), "version=" + version + "\n");
+}
+
 TEST(CiTemplatesTest, TheExampleWorkflowUsesTheActionOneRunPerRef) {
   require_pyyaml();
   json workflow = load_yaml(ci_dir() / "github/perfgate-example.yml");
