@@ -8,7 +8,10 @@
 #     one into release/1 (judged against the default branch), one with an
 #     unchanged service does not fail;
 #   - the paired merge request recipe (the template's default) gives the same
-#     verdicts;
+#     verdicts; in a merged-results pipeline and a merge train a README-only
+#     merge request passes although main itself became slower (the baseline is
+#     the target's head); the project's rule-less job runs in the merge request
+#     pipeline;
 #   - the sharded template: 3 shards and a merge pass; a failed shard makes the
 #     merge job name it.
 # gitlab-ci-local does not apply every GitLab rule, so ci/gitlab-rules-check.js
@@ -93,6 +96,11 @@ perfgate:
     PERFGATE_BUILD_COMMAND: mkdir -p out && cp service-delay out/delay
     PERFGATE_SERVICE_COMMAND: exec perfgate demo-server --port $$PORT --delay $(cat out/delay)
     PERFGATE_PROFILE: perf/stored.json
+# The project's own tests, without rules, as most projects have them.
+unit-tests:
+  image: null
+  script:
+    - test -f service-delay
 EOF
 cat > sharded.gitlab-ci.yml <<'EOF'
 include:
@@ -136,11 +144,11 @@ git commit -qm "an unrelated change"
 git push -q origin unchanged
 git checkout -q main
 
-# Ports of our own: other test runs on this machine may hold the defaults.
+# The template picks free ports of its own (other test runs on this machine may
+# hold the recipes' 18080/18081); the sharded service gets one of ours.
 port=$((20000 + RANDOM % 20000))
 gcl() {
-  "$glcl" --json-schema-validation=false --shell-isolation --no-color --max-job-name-padding 0 \
-    --variable PERFGATE_CANDIDATE_PORT=$port --variable PERFGATE_BASELINE_PORT=$((port + 1)) "$@"
+  "$glcl" --json-schema-validation=false --shell-isolation --no-color --max-job-name-padding 0 "$@"
 }
 # A merge request pipeline as GitLab makes one: no CI_COMMIT_BRANCH.
 mr() {
@@ -189,6 +197,8 @@ expect_pipeline() {
 
 # Stored mode: main records, merge requests are judged against main's store.
 expect_pipeline "default branch" "success warning" "pass warn" gcl perfgate
+grep -Eq '^perfgate .*perfgate: ports [0-9]+ \(candidate\), [0-9]+ \(baseline\)' "$work/default branch.log" ||
+  fail "the template picked no ports of its own"
 [ -n "$(ls .gitlab-ci-local/cache/perfgate-store-perfgate/baselines/ 2>/dev/null)" ] ||
   fail "the default branch's pipeline cached no store"
 grep -q 'perfgate.db: pruned' "$work/default branch.log" || fail "the store was not pruned before caching"
@@ -212,12 +222,39 @@ expect_pipeline "MR, same service, stored" "success warning" "pass warn" mr --va
 # Paired mode, the merge requests' default: the merge base built in a worktree;
 # the template's own profile (recipe:pr-paired, built into perfgate), then the
 # user's adapted copy.
-expect_pipeline "MR, same service, paired" "success warning" "pass warn" mr perfgate
+# The project's own test job, without rules, runs in the merge request pipeline
+# beside perfgate. (gitlab-ci-local runs a named job whatever GitLab would do:
+# gitlab-rules-check.js above checks GitLab's side, that the template's
+# workflow:rules put rule-less jobs into merge request pipelines.)
+expect_pipeline "MR, same service, paired" "success warning" "pass warn" mr perfgate unit-tests
 grep -q 'profile recipe:pr-paired' "$work/MR, same service, paired.log" ||
   fail "the paired MR did not run the template's default profile, recipe:pr-paired"
+[ "$(job_status "$work/MR, same service, paired.log" unit-tests)" = success ] ||
+  fail "the project's rule-less job did not run in the merge request pipeline"
 git checkout -q slower
 expect_pipeline "MR, slower service, paired" failed fail mr --variable PERFGATE_PAIRED_PROFILE=perf/pr-paired.json perfgate
 grep -q 'paired' "$work/MR, slower service, paired.log" || fail "the MR run was not paired"
+
+# A merged-results pipeline (or a merge train), as GitLab makes one: the checkout
+# is the merge of the merge request into the target's current head. Here main
+# became slower after the README-only branch forked off it; against the fork
+# point main's own slowdown would fail the merge request.
+git checkout -q main
+fork=$(git rev-parse HEAD)
+echo 22ms > service-delay
+git commit -qam "main's own slowdown"
+git push -q origin main
+target_head=$(git rev-parse HEAD)
+git checkout -q -b merged-result unchanged
+git merge -q --no-edit main
+for event in merged_result merge_train; do
+  expect_pipeline "$event, README-only MR, main slower, paired" "success warning" "pass warn" mr \
+    --variable CI_MERGE_REQUEST_EVENT_TYPE=$event --variable CI_MERGE_REQUEST_DIFF_BASE_SHA="$fork" \
+    --variable CI_MERGE_REQUEST_TARGET_BRANCH_SHA="$target_head" \
+    --variable PERFGATE_PAIRED_PROFILE=perf/pr-paired.json perfgate
+  grep -q "perfgate: paired baseline $target_head" "$work/$event, README-only MR, main slower, paired.log" ||
+    fail "$event: the baseline was not the target branch's head $target_head"
+done
 
 # Sharded: one service every shard loads, 3 shards, one merge.
 git checkout -q main

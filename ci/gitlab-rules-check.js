@@ -6,7 +6,8 @@
 // documented (https://docs.gitlab.com/ci/jobs/job_rules/): the first matching
 // rule decides, `when: never` excludes, no match excludes, and a job without
 // rules or only/except runs in branch and tag pipelines only. Then every
-// `needs` must name a job in the same pipeline. Also: no top-level `stages:`,
+// `needs` must name a job in the same pipeline, and each pipeline the
+// templates' jobs run in runs the including project's rule-less jobs as well. Also: no top-level `stages:`,
 // only GitLab's default stages, the cache shared with unprotected branches,
 // artifacts kept on failure, the Premium widgets marked, nothing compiled,
 // no python3, and each file valid against GitLab's CI schema (ci.json, as
@@ -95,16 +96,25 @@ function resolve(jobs, name, seen = []) {
 }
 
 // The job's `when` in this pipeline, or null when GitLab leaves it out.
-function presence(job, vars) {
+// workflowRules: the file defines workflow:rules (GitLab then drops the
+// only/except defaults: a job without rules runs in every pipeline created).
+function presence(job, vars, workflowRules) {
   if (!job.rules) {
     if (job.only || job.except) throw new Error("only/except are not modelled");
-    // Without rules a job has only: [branches, tags]: never in a merge request pipeline.
+    // Without rules (and no workflow:rules) a job has only: [branches, tags]:
+    // never in a merge request pipeline.
+    if (workflowRules) return job.when ?? "on_success";
     return vars.CI_PIPELINE_SOURCE === "merge_request_event" ? null : (job.when ?? "on_success");
   }
-  for (const rule of job.rules) {
+  return firstRule(job.rules, job.when, vars);
+}
+
+// The rules' `when`: the first matching rule decides; null when none matches or `never`.
+function firstRule(rules, defaultWhen, vars) {
+  for (const rule of rules) {
     if (rule.changes || rule.exists) throw new Error("rules:changes/exists are not modelled");
     if (rule.if === undefined || evaluate(rule.if, vars)) {
-      const when = rule.when ?? job.when ?? "on_success";
+      const when = rule.when ?? defaultWhen ?? "on_success";
       return when === "never" ? null : when;
     }
   }
@@ -152,12 +162,23 @@ for (const file of args) {
         check(false, `${file}: ${name} needs ${need.job} without its artifacts`);
   }
 
+  // The including project's own job, without rules (as most projects' tests are).
+  const USER_JOB = "user-tests";
+  const workflowRules = doc.workflow?.rules;
   for (const [pipeline, vars] of Object.entries(PIPELINES)) {
     const present = {};
-    for (const [name, job] of Object.entries(resolved)) {
-      const when = presence(job, vars);
+    // workflow:rules decide whether GitLab creates this pipeline at all.
+    const created = !workflowRules || firstRule(workflowRules, undefined, vars) !== null;
+    for (const [name, job] of Object.entries(created ? resolved : {})) {
+      const when = presence(job, vars, !!workflowRules);
       if (when !== null) present[name] = when;
     }
+    // Including the template must not ungate the project's own tests: a pipeline
+    // the template's jobs run in (a merge request's, which "Pipelines must
+    // succeed" checks) must run the project's rule-less jobs too.
+    const userRuns = created && presence({ script: ["true"] }, vars, !!workflowRules) !== null;
+    check(Object.keys(present).length === 0 || userRuns,
+          `${file}: a ${pipeline} pipeline runs [${Object.keys(present)}] but not the project's jobs without rules (${USER_JOB})`);
     for (const name of Object.keys(present))
       for (const need of needsOf(resolved[name]))
         check(need.optional || need.job in present,

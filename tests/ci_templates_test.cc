@@ -284,6 +284,89 @@ TEST(CiTemplatesTest, TheReleaseWorkflowPublishesTheDebAndTheImage) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle;
 }
 
+// One job creates the release; the .deb and image jobs need it and only upload
+// (two jobs creating one release race: one of them fails).
+TEST(CiTemplatesTest, TheReleaseIsCreatedOnceBeforeTheJobsThatUploadToIt) {
+  require_pyyaml();
+  json jobs = load_yaml(ci_dir() / "github/perfgate-release.yml")["jobs"];
+  ASSERT_TRUE(jobs.contains("release"));
+  EXPECT_NE(
+      commands_of(jobs["release"]).find("gh release create \"$GITHUB_REF_NAME\" --verify-tag"),
+      std::string::npos);
+  EXPECT_FALSE(jobs["release"].contains("needs"));
+  for (const auto& [name, job] : jobs.items()) {
+    if (name == "release") continue;
+    EXPECT_EQ(job.value("needs", json()), "release") << name;
+    EXPECT_EQ(commands_of(job).find("release create"), std::string::npos) << name;
+    // The stamped tag, not github.sha (the commit before it).
+    for (const json& step : job["steps"]) {
+      if (step.value("uses", "").starts_with("actions/checkout@")) {
+        EXPECT_EQ(step["with"]["ref"], "${{ github.ref }}") << name;
+      }
+    }
+  }
+  for (const json& step : jobs["deb"]["steps"]) {
+    if (step.value("uses", "").starts_with("softprops/action-gh-release@")) {
+      EXPECT_EQ(step["with"]["tag_name"], "${{ github.ref_name }}");
+    }
+  }
+}
+
+// The release stamps its version and download location into the tag's
+// ci/github/action.yml: the release job's stamp step, run here against a
+// throwaway origin, moves the tag to a commit whose action installs that version
+// from that repository.
+TEST(CiTemplatesTest, TheReleaseStampsItsVersionAndDownloadLocationIntoTheAction) {
+  require_pyyaml();
+  json action = load_yaml(ci_dir() / "github/action.yml");
+  EXPECT_EQ(step_named(action, "Plan")["env"]["PERFGATE_RELEASE_VERSION"], "");
+  EXPECT_EQ(step_named(action, "Install perfgate")["env"]["PERFGATE_RELEASES"], "");
+  std::string plan = commands_of(step_named(action, "Plan"));
+  std::string install = commands_of(step_named(action, "Install perfgate"));
+  EXPECT_NE(plan.find("[ -n \"$version\" ] || version=$PERFGATE_RELEASE_VERSION"),
+            std::string::npos);
+  EXPECT_NE(install.find("RELEASES=${PERFGATE_RELEASES:-$RELEASES}"), std::string::npos);
+
+  std::string stamp;
+  json release = load_yaml(ci_dir() / "github/perfgate-release.yml");
+  for (const json& step : release["jobs"]["release"]["steps"])
+    if (step.value("id", "") == "stamp") stamp = step["run"];
+  ASSERT_FALSE(stamp.empty()) << "no stamp step in the release job";
+  std::string cmake = testing::read_file(testing::source_dir() / "CMakeLists.txt");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(cmake, m, std::regex(R"(project\(perfgate VERSION ([^ )]+))")));
+  std::string version = m[1];
+
+  testing::TempDir dir;
+  fs::create_directories(dir / "work/ci/github");
+  fs::copy_file(testing::source_dir() / "CMakeLists.txt", dir / "work/CMakeLists.txt");
+  fs::copy_file(ci_dir() / "github/action.yml", dir / "work/ci/github/action.yml");
+  testing::write_file(dir / "stamp.sh", stamp);
+  std::string setup = R"(set -e
+git init -q --bare -b main origin.git
+cd work && git init -q -b main && git add -A
+git -c user.name=t -c user.email=t@example.invalid commit -qm release
+git -c user.name=t -c user.email=t@example.invalid tag -a "v$V" -m "v$V"
+git remote add origin ../origin.git && git push -q origin main "v$V"
+bash -e ../stamp.sh
+git -C ../origin.git show "v$V:ci/github/action.yml"
+)";
+  auto result = testing::run_command({"/bin/bash", "-c", setup},
+                                     {{"V", version},
+                                      {"GITHUB_REF_NAME", "v" + version},
+                                      {"GITHUB_SERVER_URL", "https://github.com"},
+                                      {"GITHUB_REPOSITORY", "someone/perfgate"},
+                                      {"GITHUB_OUTPUT", (dir / "output").string()}},
+                                     dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("PERFGATE_RELEASE_VERSION: \"" + version + "\""), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find(
+                "PERFGATE_RELEASES: \"https://github.com/someone/perfgate/releases/download\""),
+            std::string::npos);
+  EXPECT_EQ(testing::read_file(dir / "output"), "version=" + version + "\n");
+}
+
 TEST(CiTemplatesTest, TheExampleWorkflowUsesTheActionOneRunPerRef) {
   require_pyyaml();
   json workflow = load_yaml(ci_dir() / "github/perfgate-example.yml");
@@ -347,6 +430,67 @@ TEST(CiTemplatesTest, TheGitlabTemplatesCacheKeysHoldNoBranchNameAndJobsAreInter
   EXPECT_NE(text.find("GitLab 16.1"), std::string::npos);
   // Stored mode judges against the default branch's runs, the only ones cached.
   EXPECT_NE(commands_of(job).find("--baseline-branch $CI_DEFAULT_BRANCH"), std::string::npos);
+}
+
+// A merged-results pipeline or a merge train checks out the merge with the
+// target's head: paired mode must build that head as the baseline, not the fork
+// point (whose comparison would charge the target's own changes to the merge
+// request). gitlab-ci-local has no merged results; the pipeline test fakes one
+// (a local merge commit and the variables GitLab sets).
+TEST(CiTemplatesTest, TheGitlabPairedBaselineIsTheTargetsHeadInMergedResultsAndMergeTrains) {
+  require_pyyaml();
+  std::string script =
+      commands_of(load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"]);
+  EXPECT_TRUE(std::regex_search(
+      script, std::regex(R"(case "\$\{CI_MERGE_REQUEST_EVENT_TYPE:-\}" in\s+merged_result \| )"
+                         R"(merge_train\) base=\$\{CI_MERGE_REQUEST_TARGET_BRANCH_SHA:-\})")))
+      << script;
+  // The fork point stays the baseline of a detached merge request pipeline.
+  EXPECT_NE(script.find("base=${CI_MERGE_REQUEST_DIFF_BASE_SHA:-}"), std::string::npos);
+  std::string docs = testing::read_file(testing::source_dir() / "docs/ci.md");
+  EXPECT_NE(docs.find("CI_MERGE_REQUEST_TARGET_BRANCH_SHA"), std::string::npos);
+}
+
+// GitLab leaves rule-less jobs out of merge request pipelines unless the
+// configuration has workflow:rules; a template whose job alone matches merge
+// requests then makes merge request pipelines that hold only it ("Pipelines
+// must succeed" checks those). Both templates carry the merge-request workflow.
+// ci/gitlab-rules-check.js evaluates the effect per kind of pipeline.
+TEST(CiTemplatesTest, TheGitlabTemplatesSwitchToMergeRequestPipelinesForEveryJob) {
+  require_pyyaml();
+  for (const char* file : {"perfgate.gitlab-ci.yml", "perfgate-sharded.gitlab-ci.yml"}) {
+    json rules = load_yaml(ci_dir() / "gitlab" / file)["workflow"]["rules"];
+    ASSERT_TRUE(rules.is_array()) << file << ": no workflow:rules";
+    ASSERT_EQ(rules.size(), 3u) << file;
+    EXPECT_EQ(rules[0]["if"], "$CI_PIPELINE_SOURCE == \"merge_request_event\"") << file;
+    EXPECT_EQ(rules[1]["if"], "$CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS") << file;
+    EXPECT_EQ(rules[1]["when"], "never") << file;
+    // Every other pipeline (tags, schedules, branches) is created as before.
+    EXPECT_EQ(rules[2], json({{"when", "always"}})) << file;
+  }
+}
+
+// Fixed ports collide between jobs on one host: the templates pick free ones at
+// job start unless the user set them.
+TEST(CiTemplatesTest, TheTemplatesPickFreePortsUnlessSet) {
+  require_pyyaml();
+  json gitlab = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
+  std::string github =
+      commands_of(step_named(load_yaml(ci_dir() / "github/action.yml"), "Run perfgate"));
+  for (const std::string& script : {commands_of(gitlab), github}) {
+    for (
+        const char* needle :
+        {"free_port() {", "$(od -An -N2 -tu2 /dev/urandom) % 12000 + 20000",
+         "/proc/net/tcp /proc/net/tcp6",
+         R"([ -n "${PERFGATE_CANDIDATE_PORT:-}" ] || PERFGATE_CANDIDATE_PORT=$(free_port))",
+         R"([ -n "${PERFGATE_BASELINE_PORT:-}" ] || PERFGATE_BASELINE_PORT=$(free_port "$PERFGATE_CANDIDATE_PORT"))",
+         "export PERFGATE_CANDIDATE_PORT PERFGATE_BASELINE_PORT"})
+      EXPECT_NE(script.find(needle), std::string::npos) << needle;
+    // Picked before perfgate runs.
+    EXPECT_LT(script.find("PERFGATE_CANDIDATE_PORT=$(free_port)"), script.find(" run \""));
+  }
+  EXPECT_EQ(gitlab["variables"]["PERFGATE_CANDIDATE_PORT"], "");
+  EXPECT_EQ(gitlab["variables"]["PERFGATE_BASELINE_PORT"], "");
 }
 
 // --- Sharded runs: the CI's own fan-out runs the shards, one job merges.
