@@ -99,11 +99,8 @@ std::vector<RunChangePoint> change_points_of(BaselineStore& store,
     if (!seen.insert(newest.profile_name + '\n' + newest.profile_hash + '\n' + newest.host.key())
              .second)
       continue;
-    const std::string& branch =
-        newest.ci.baseline_branch.empty() ? newest.ci.branch : newest.ci.baseline_branch;
-    auto history = main_history(store.runs(newest.profile_name, branch, kChangePointRuns), newest);
+    auto history = searched_history(store, newest);
     if (history.empty()) continue;
-    store.load_details(history);
     auto found = history_change_points(history, gated_metrics(history.back()));
     out.insert(out.end(), found.begin(), found.end());
   }
@@ -122,12 +119,10 @@ json change_point_json(const RunChangePoint& cp) {
 // One line per change point: the run that opened the new level, its commit,
 // the step and its p-value.
 std::string change_point_line(const RunChangePoint& cp) {
-  char p[16];
-  std::snprintf(p, sizeof p, "%.3f", cp.p);
-  std::string size = std::isnan(cp.size_pct) ? "from 0" : report::format_change(cp.size_pct);
   return "change point: run " + std::to_string(cp.run_id) +
          (cp.commit.empty() ? "" : " (commit " + report::short_id(cp.commit, 7) + ")") + " " +
-         report::one_line(cp.metric) + " " + size + " p=" + p + "\n";
+         report::one_line(cp.metric) + " " + report::format_step(cp.size_pct) +
+         " p=" + report::fixed(cp.p, 3) + "\n";
 }
 
 // A cell of the table: one line, and short, whatever the store holds (a

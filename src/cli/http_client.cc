@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "perfgate/core/error.h"
+#include "perfgate/profile/profile.h"
 
 namespace perfgate {
 namespace {
@@ -57,13 +58,9 @@ HeaderList header_list(const std::vector<std::string>& headers) {
 }  // namespace
 
 std::string without_userinfo(const std::string& url) {
-  size_t start = url.find("://");
-  if (start == std::string::npos) return url;
-  start += 3;
-  size_t end = url.find_first_of("/?#", start);
-  size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
-  if (at == std::string::npos || at < start) return url;
-  return url.substr(0, start) + "***" + url.substr(at);
+  auto userinfo = url_userinfo(url);
+  if (!userinfo) return url;
+  return url.substr(0, userinfo->first) + "***" + url.substr(userinfo->second);
 }
 
 HttpResponse HttpClient::send(const HttpRequest& request) const {

@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-#include <cstdio>
 #include <ctime>
 
 #include "perfgate/gate/store_access.h"
@@ -169,13 +167,11 @@ std::optional<BaselineStore> open_store(const RunOptions& options) {
 
 void note_new_levels(BaselineStore& store, const RunRecord& rec, std::vector<std::string>& notes) {
   for (const auto& cp : confirmed_change_points(store, rec)) {
-    char p[16];
-    std::snprintf(p, sizeof p, "%.3f", cp.p);
-    std::string size = std::isnan(cp.size_pct) ? "from 0" : report::format_change(cp.size_pct);
-    notes.push_back("new level: " + cp.metric + " " + size + " since run " +
-                    std::to_string(cp.run_id) +
+    notes.push_back("new level: " + cp.metric + " " + report::format_step(cp.size_pct) +
+                    " since run " + std::to_string(cp.run_id) +
                     (cp.commit.empty() ? "" : " (commit " + report::short_id(cp.commit, 7) + ")") +
-                    ", p=" + p + "; later runs are judged against the runs since it");
+                    ", p=" + report::fixed(cp.p, 3) +
+                    "; later runs are judged against the runs since it");
   }
 }
 

@@ -102,13 +102,20 @@ std::string profile_hash(const Profile& profile, const Doc& raw) {
 
 namespace perfgate {
 
-std::string redacted_url(const std::string& url) {
+std::optional<std::pair<size_t, size_t>> url_userinfo(const std::string& url) {
   size_t start = url.find("://");
-  if (start == std::string::npos) return url;
+  if (start == std::string::npos) return std::nullopt;
   start += 3;
   size_t end = url.find_first_of("/?#", start);
   size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
-  if (at == std::string::npos || at < start) return url;
+  if (at == std::string::npos || at < start) return std::nullopt;
+  return std::pair{start, at};
+}
+
+std::string redacted_url(const std::string& url) {
+  auto userinfo = url_userinfo(url);
+  if (!userinfo) return url;
+  auto [start, at] = *userinfo;
   size_t colon = url.find(':', start);
   if (colon == std::string::npos || colon > at) return url;
   return url.substr(0, colon + 1) + "<redacted>" + url.substr(at);

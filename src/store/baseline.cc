@@ -298,9 +298,17 @@ std::vector<std::string> gated_metrics(const RunRecord& run) {
   return out;
 }
 
+namespace {
+
+// The branch a run's history lives on: its baseline branch, its own without one.
+const std::string& history_branch(const RunRecord& run) {
+  return run.ci.baseline_branch.empty() ? run.ci.branch : run.ci.baseline_branch;
+}
+
+}  // namespace
+
 std::vector<RunRecord> main_history(const std::vector<RunRecord>& runs, const RunRecord& newest) {
-  const std::string& branch =
-      newest.ci.baseline_branch.empty() ? newest.ci.branch : newest.ci.baseline_branch;
+  const std::string& branch = history_branch(newest);
   std::vector<RunRecord> out;
   for (const auto& run : runs)
     if (run.profile_name == newest.profile_name && run.profile_hash == newest.profile_hash &&
@@ -334,13 +342,17 @@ std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& 
   return out;
 }
 
-std::vector<RunChangePoint> confirmed_change_points(BaselineStore& store, const RunRecord& newest) {
-  const std::string& branch =
-      newest.ci.baseline_branch.empty() ? newest.ci.branch : newest.ci.baseline_branch;
-  if (newest.ci.change_request || newest.ci.branch != branch) return {};
-  auto history = main_history(store.runs(newest.profile_name, branch, kChangePointRuns), newest);
-  if (history.size() < 2 * kChangePointMinSegment || history.back().id != newest.id) return {};
+std::vector<RunRecord> searched_history(BaselineStore& store, const RunRecord& newest) {
+  auto history = main_history(
+      store.runs(newest.profile_name, history_branch(newest), kChangePointRuns), newest);
   store.load_details(history);
+  return history;
+}
+
+std::vector<RunChangePoint> confirmed_change_points(BaselineStore& store, const RunRecord& newest) {
+  if (newest.ci.change_request || newest.ci.branch != history_branch(newest)) return {};
+  auto history = searched_history(store, newest);
+  if (history.size() < 2 * kChangePointMinSegment || history.back().id != newest.id) return {};
   auto metrics = gated_metrics(history.back());
   auto with = history_change_points(history, metrics);
   history.pop_back();

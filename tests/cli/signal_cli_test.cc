@@ -118,51 +118,25 @@ TEST(SignalCliTest, SignalDuringASlowServiceStartLetsNoLoadBegin) {
   }
 }
 
-// perfgate killed with SIGKILL takes the service's children with it, not
-// only its direct child: `sh -c "server & wait"` left the server serving.
-TEST(SignalCliTest, SigkilledPerfgateLeavesNoServiceProcessBehind) {
-  TempDir dir;
-  auto port = testing::unused_port();
-  auto pid_file = dir / "server.pid";
-  testing::write_file(
-      dir / "profile.json",
-      service_profile(port, port,
-                      demo_server(port) + " & echo $! > '" + pid_file.string() + ".tmp'; mv '" +
-                          pid_file.string() + ".tmp' '" + pid_file.string() + "'; wait"));
-  // perfgate's output goes to /dev/null: a survivor holding the captured pipes
-  // would otherwise keep run_command waiting.
-  std::string script =
-      "\"$0\" run \"$1\" --store \"$2\" >/dev/null 2>&1 & pid=$!; "
-      "while [ ! -e \"$3\" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
-      "kill -KILL $pid; wait $pid";
-  auto r = testing::run_command(
-      {"/bin/sh", "-c", script, testing::perfgate_binary(), (dir / "profile.json").string(),
-       (dir / "perfgate.db").string(), pid_file.string()},
-      {}, {}, 30);
-  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.out << r.err;
-  ASSERT_TRUE(std::filesystem::exists(pid_file));
-  pid_t server = std::stoi(testing::read_file(pid_file));
-  ASSERT_GT(server, 0);
-  bool gone = gone_within(server, std::chrono::seconds(20));
-  if (!gone) kill(server, SIGKILL);  // the server this test started, by its PID
-  EXPECT_TRUE(gone) << "the service's child " << server << " outlived perfgate";
-}
-
-// The same when the service left its process group (setsid): the guardian
-// finds it by the mark in its environment.
-TEST(SignalCliTest, SigkilledPerfgateLeavesNoSetsidServiceBehind) {
+// Starts a run whose service command runs `launcher` + the demo server in the
+// background, writing the server's PID to a file; SIGKILLs perfgate once it is
+// there (after `settle`), and expects the server gone with it.
+void expect_sigkill_leaves_no_server(const std::string& launcher, const std::string& settle,
+                                     const std::string& what) {
   TempDir dir;
   auto port = testing::unused_port();
   auto pid_file = dir / "server.pid";
   testing::write_file(dir / "profile.json",
                       service_profile(port, port,
-                                      "setsid " + demo_server(port) + " & echo $! > '" +
+                                      launcher + demo_server(port) + " & echo $! > '" +
                                           pid_file.string() + ".tmp'; mv '" + pid_file.string() +
                                           ".tmp' '" + pid_file.string() + "'; wait"));
+  // perfgate's output goes to /dev/null: a survivor holding the captured pipes
+  // would otherwise keep run_command waiting.
   std::string script =
       "\"$0\" run \"$1\" --store \"$2\" >/dev/null 2>&1 & pid=$!; "
-      "while [ ! -e \"$3\" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done; sleep 0.5; "
-      "kill -KILL $pid; wait $pid";
+      "while [ ! -e \"$3\" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done; " +
+      settle + "kill -KILL $pid; wait $pid";
   auto r = testing::run_command(
       {"/bin/sh", "-c", script, testing::perfgate_binary(), (dir / "profile.json").string(),
        (dir / "perfgate.db").string(), pid_file.string()},
@@ -173,7 +147,19 @@ TEST(SignalCliTest, SigkilledPerfgateLeavesNoSetsidServiceBehind) {
   ASSERT_GT(server, 0);
   bool gone = gone_within(server, std::chrono::seconds(20));
   if (!gone) kill(server, SIGKILL);  // the server this test started, by its PID
-  EXPECT_TRUE(gone) << "the setsid service " << server << " outlived perfgate";
+  EXPECT_TRUE(gone) << what << " " << server << " outlived perfgate";
+}
+
+// perfgate killed with SIGKILL takes the service's children with it, not
+// only its direct child: `sh -c "server & wait"` left the server serving.
+TEST(SignalCliTest, SigkilledPerfgateLeavesNoServiceProcessBehind) {
+  expect_sigkill_leaves_no_server("", "", "the service's child");
+}
+
+// The same when the service left its process group (setsid): the guardian
+// finds it by the mark in its environment.
+TEST(SignalCliTest, SigkilledPerfgateLeavesNoSetsidServiceBehind) {
+  expect_sigkill_leaves_no_server("setsid ", "sleep 0.5; ", "the setsid service");
 }
 
 // Holds the store's write lock, as another perfgate writing would.

@@ -190,6 +190,10 @@ std::string url_origin(const std::string& url);
 /// The defaults documented in the README, used when a profile has no `thresholds`.
 ThresholdSet default_thresholds();
 
+/// Where `url`'s userinfo ("user:secret" of "http://user:secret@host/") lies:
+/// the offset of its first byte and of the '@' after it; nullopt without one.
+std::optional<std::pair<size_t, size_t>> url_userinfo(const std::string& url);
+
 /// The URL as it may be printed or stored: a password in it replaced,
 /// "http://user:secret@host/" -> "http://user:<redacted>@host/".
 std::string redacted_url(const std::string& url);

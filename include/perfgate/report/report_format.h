@@ -60,6 +60,12 @@ inline std::string format_change(const std::optional<double>& change_pct) {
   return (text.front() == '-' ? "" : "+") + text + "%";
 }
 
+/// A change point's step (a history's new level against the old): format_change,
+/// or "from 0" when the old level was 0 and the step has no ratio (NaN).
+inline std::string format_step(double size_pct) {
+  return std::isnan(size_pct) ? "from 0" : format_change(size_pct);
+}
+
 /// A change's confidence interval, "-12.1%..-8.0%"; "-" when it was not tested.
 inline std::string format_interval(const std::optional<ChangeTest>& test) {
   if (!test) return "-";

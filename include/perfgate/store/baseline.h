@@ -114,6 +114,10 @@ std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& 
 /// to see levels, a bound on what is read.
 inline constexpr int kChangePointRuns = 200;
 
+/// The history change points are searched in: the newest kChangePointRuns runs
+/// of `newest`'s default-branch history (main_history), iterations loaded.
+std::vector<RunRecord> searched_history(BaselineStore& store, const RunRecord& newest);
+
 /// The change points that `newest`, just stored, brought to light on its
 /// default branch: found in the history with it and not without it. A step is
 /// seen only once kChangePointMinSegment runs stand after it, so this is the run
