@@ -83,6 +83,13 @@ TEST_F(HistoryCliTest, HistoryListsRunsNewestFirstAsTableAndJson) {
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("c0ffee1"), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find("\n1 "), std::string::npos) << "--limit 1 listed run 1:\n" << table.out;
+  // Streamed run by run, the JSON is still one array, an empty one included.
+  auto one = perfgate({"history", "--json", "--limit", "1"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out).size(), 1u) << one.out;
+  auto none = perfgate({"history", "--json", "--profile", "no-such-profile"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "[]\n");
 }
 
 // The whole life of an intended regression: it fails, someone accepts it with a
