@@ -7,7 +7,8 @@
 # Usage: bench/gate_accuracy.sh            (hours with the defaults; not for CI; see bench/README.md)
 #   PERFGATE=path/to/perfgate   use this binary (else: build BUILD_DIR, default build/)
 #   RUNS=20 AA_RUNS=50 SEED=3   judged runs per scenario (A/A ones: AA_RUNS), baseline runs seeded first
-#   SCENARIOS="aa loss tail caa closs paa ploss ptail pcaa pcloss"   which scenarios (p...: paired mode)
+#   SCENARIOS="aa loss tail caa closs paa ploss ptail pcaa pcloss"   which scenarios (p...: paired mode;
+#                               faa floss: a found service, not in the default list, see below)
 #   CONDITIONS="quiet noisy"    each scenario runs once per condition; noisy: a neighbour
 #                               process burns one core in random bursts of 0.5-3 s on, 0.5-3 s off
 #   BASE_DELAY=2ms              the unchanged service's delay per request
@@ -15,6 +16,11 @@
 #   TAIL_DELAY=20ms TAIL_EVERY=50   the tail added on top of BASE_DELAY (2 %)
 #   BASE_WORK=20us LOSS_WORK=22us   c...: a CPU-bound service (demo-server --work, no delay),
 #                               and its ~10 % costlier candidate
+#   FOUND_SERVE=single-thread   the found service: single-thread (one event-loop thread for
+#                               every connection, issue 27's case) or threads (one per connection)
+#   FOUND_LOSS_WORK=22.7us      floss: the candidate whose CPU per request is ~10 % higher
+#                               as measured (the service's own overhead, ~6.7 us here, is
+#                               not scaled by --work; the table prints the measured change)
 #   THREADS=1 CONNECTIONS=16 DURATION=1s WARMUP=1s COUNT=6 DISCARD=1   the profile's shape
 #   PAIRED_COUNT=13 LEG_WARMUP=250ms  paired mode's pairs (12 kept, as recipe:pr-paired; 7 is the least that can fail at
 #                               the default limits, three tested metrics at 98.33 % each);
@@ -34,6 +40,13 @@
 # with --no-record, so that every judged run meets the same baseline, as runs of a
 # merge request's branch do (they never become the target branch's baseline).
 #
+# The found scenarios (faa, floss; issue 27) are a service started beside perfgate
+# by an earlier step, as a CI job does: one `demo-server --work BASE_WORK --single-thread` process
+# started by this script before the seed runs and left running for every run of
+# the row; the profile has no "service" key, so perfgate finds it by its port.
+# floss stops it after seeding and starts the candidate (FOUND_LOSS_WORK) the
+# same way: a new build deployed beside the load generator.
+#
 # Paired mode needs no seeding: each judged run starts both services, the unchanged
 # one (BASE_DELAY) as paired.baseline and the candidate as the target, and alternates
 # PAIRED_COUNT pairs of windows between them. Its A/A runs start two copies of the
@@ -48,6 +61,10 @@ SCENARIOS="${SCENARIOS:-aa loss tail caa closs paa ploss ptail pcaa pcloss}"
 CONDITIONS="${CONDITIONS:-quiet noisy}"
 BASE_WORK="${BASE_WORK:-20us}"
 LOSS_WORK="${LOSS_WORK:-22us}"
+FOUND_LOSS_WORK="${FOUND_LOSS_WORK:-22.7us}"
+FOUND_SERVE="${FOUND_SERVE:-single-thread}"
+case "$FOUND_SERVE" in single-thread) found_flags=(--single-thread) ;; threads) found_flags=() ;;
+  *) echo "gate_accuracy.sh: FOUND_SERVE is single-thread or threads, got $FOUND_SERVE" >&2; exit 3 ;; esac
 BASE_DELAY="${BASE_DELAY:-2ms}"
 LOSS_DELAY="${LOSS_DELAY:-2.25ms}"
 TAIL_DELAY="${TAIL_DELAY:-20ms}"
@@ -105,6 +122,19 @@ cat >"$out/profile.json" <<EOF
 }
 EOF
 GA_PORT="$port" GA_DELAY="$BASE_DELAY" GA_TAIL_DELAY=0s GA_TAIL_EVERY=0 GA_WORK=0s "$PERFGATE" validate "$out/profile.json" >/dev/null || die "the generated profile is invalid"
+
+# The found scenarios: the same target and load, no "service": the script starts it.
+cat >"$out/found.json" <<EOF
+// Written by bench/gate_accuracy.sh: a service started beside perfgate, default thresholds and baseline.
+{
+  "name": "gate-accuracy-found",
+  "target": { "url": "http://127.0.0.1:\${GA_PORT}/", "method": "GET" },
+  "load": { "threads": $THREADS, "connections": $CONNECTIONS, "duration": "$DURATION",
+            "warmup": "$WARMUP", "rate": 0 },
+  "repeat": { "count": $COUNT, "discard": $DISCARD }
+}
+EOF
+GA_PORT="$port" "$PERFGATE" validate "$out/found.json" >/dev/null || die "the generated found-service profile is invalid"
 
 # Paired mode: the same target and load, the unchanged service beside it; one
 # profile per schedule.
@@ -178,13 +208,33 @@ stop_neighbour() {
   wait "$neighbour" 2>/dev/null
   neighbour=""
 }
-trap stop_neighbour EXIT
+# The found scenarios' service, started by this script (not by perfgate) and
+# stopped by its PID.
+found_pid=""
+start_found() {
+  local work="$1" i
+  "$PERFGATE" demo-server --port "$port" --work "$work" "${found_flags[@]}" >"$out/found-service.log" 2>&1 &
+  found_pid=$!
+  for i in $(seq 1 100); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/health" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  die "the found service (demo-server --work $work) did not answer on port $port"
+}
+stop_found() {
+  [ -n "$found_pid" ] || return 0
+  kill "$found_pid" 2>/dev/null
+  wait "$found_pid" 2>/dev/null
+  found_pid=""
+}
+trap 'stop_neighbour; stop_found' EXIT
 
 # scenario NAME DELAY TAIL_DELAY TAIL_EVERY WORK: seed the baseline, then the judged runs.
 scenario() {
   local sc="$1" delay="$2" tail="$3" every="$4" work="$5"
   local store="$out/$sc.db" accepted=0 tries=0 code
   rm -f "$store" "$store"-*
+  [ -n "${FOUND:-}" ] && start_found "$unchanged_work"
   while [ "$accepted" -lt "$SEED" ] && [ "$tries" -lt $((2 * SEED)) ]; do
     tries=$((tries + 1))
     code="$(run_gate "$sc-seed$tries" "$store" "$unchanged_delay" 0s 0 "$unchanged_work")"
@@ -199,6 +249,10 @@ scenario() {
   [ "$accepted" -ge "$SEED" ] || echo "gate_accuracy.sh: $sc: only $accepted of $SEED seed runs accepted" >&2
   echo "$accepted" >"$out/$sc.seeded"
   echo "$runs" >"$out/$sc.runs"
+  if [ -n "${FOUND:-}" ] && [ "$work" != "$unchanged_work" ]; then
+    stop_found
+    start_found "$work"
+  fi
   for i in $(seq 1 "$runs"); do
     code="$(run_gate "$sc-run$i" "$store" "$delay" "$tail" "$every" "$work" --no-record)"
     echo "$code" >"$out/$sc-run$i.code"
@@ -207,6 +261,7 @@ scenario() {
                 map("\(.change_pct // "-" | if type == "number" then (. * 10 | round / 10 | tostring) + "%" else . end) \(.verdict)") |
                 "throughput " + .[0] + ", p99 " + .[1]' "$out/$sc-run$i.json" 2>/dev/null)" >&2
   done
+  stop_found
 }
 
 # paired_scenario NAME DELAY TAIL_DELAY TAIL_EVERY WORK: RUNS paired runs, nothing to seed.
@@ -269,10 +324,10 @@ started="$(date -u +%Y-%m-%dT%H:%MZ)"
   for sc in $SCENARIOS_TO_RUN; do
     # The unchanged service of the scenario's kind: I/O-bound (a delay) or CPU-bound (--work).
     case "$sc" in
-      c* | pc*) unchanged_delay=0s unchanged_work="$BASE_WORK" ;;
+      c* | pc* | f*) unchanged_delay=0s unchanged_work="$BASE_WORK" ;;
       *) unchanged_delay="$BASE_DELAY" unchanged_work=0s ;;
     esac
-    case "$sc" in aa | caa | paa | pcaa) runs="$AA_RUNS" ;; *) runs="$RUNS" ;; esac
+    case "$sc" in aa | caa | paa | pcaa | faa) runs="$AA_RUNS" ;; *) runs="$RUNS" ;; esac
     if [ "${RESUME:-0}" = 1 ] && row_complete "$cond/$sc"; then
       echo "[$(date +%T)] $cond/$sc: complete in $out, skipped (RESUME=1)" >&2
       continue
@@ -289,7 +344,9 @@ started="$(date -u +%Y-%m-%dT%H:%MZ)"
       ptail) paired_scenario "$cond/ptail" "$BASE_DELAY" "$TAIL_DELAY" "$TAIL_EVERY" 0s ;;
       pcaa) paired_scenario "$cond/pcaa" 0s 0s 0 "$BASE_WORK" ;;
       pcloss) paired_scenario "$cond/pcloss" 0s 0s 0 "$LOSS_WORK" ;;
-      *) die "unknown scenario $sc (aa, loss, tail, caa, closs, paa, ploss, ptail, pcaa, pcloss)" ;;
+      faa) FOUND=1 PROFILE_FILE=found.json scenario "$cond/faa" 0s 0s 0 "$BASE_WORK" ;;
+      floss) FOUND=1 PROFILE_FILE=found.json scenario "$cond/floss" 0s 0s 0 "$FOUND_LOSS_WORK" ;;
+      *) die "unknown scenario $sc (aa, loss, tail, caa, closs, paa, ploss, ptail, pcaa, pcloss, faa, floss)" ;;
     esac
     stop_neighbour
   done
@@ -318,6 +375,7 @@ spec = {
     "paa": ("paired A/A", *aa), "ploss": ("paired -10% throughput", *loss),
     "ptail": ("paired +20ms on 2%", *tail), "pcaa": ("paired CPU-bound A/A", *aa),
     "pcloss": ("paired CPU-bound, +10% work", *loss),
+    "faa": ("found service A/A", *aa), "floss": ("found service, +10% CPU/req", *loss),
 }
 
 def med(xs):
@@ -378,6 +436,28 @@ for cond in conditions:
     if "loss" in sc and b is not None and n is not None:
         print(f"{cond} {sc}: baseline {b:.0f} req/s, candidate median {n:.0f} req/s "
               f"({(n - b) / b * 100:+.1f}%)")
+    # The service's CPU per request as measured, and how the placement class was
+    # handled: runs judged only against baseline runs of their class, and runs
+    # that ended inconclusive because no baseline run was of their class.
+    cpu_b, cpu_n, classes, within, apart_only = [], [], {}, 0, 0
+    for i in range(1, runs + 1):
+        try:
+            text = open(f"{out}/{name}-run{i}.json").read()
+            r = json.loads(text)
+        except (OSError, ValueError):
+            continue
+        m = r["metrics"].get("service_cpu_us_per_request") or {}
+        cpu_b.append(m.get("baseline"))
+        cpu_n.append(m.get("value"))
+        cls = (r.get("load_machine") or {}).get("placement_class")
+        classes[cls] = classes.get(cls, 0) + 1
+        within += "are left out: judged against runs of its own class" in text
+        apart_only += "is not judged against them (inconclusive)" in text
+    b, n = med(cpu_b), med(cpu_n)
+    if b is not None and n is not None:
+        print(f"{cond} {sc}: service CPU per request: baseline {b:.2f} us, judged runs' median {n:.2f} us "
+              f"({(n - b) / b * 100:+.1f}%); placement classes {dict(sorted(classes.items(), key=str))}, "
+              f"{within} judged within their class, {apart_only} inconclusive for want of their class")
 
 # Paired runs: the spread of the per-pair throughput ratios (candidate / baseline)
 # over every voting pair of every judged run, from the scenario's store.

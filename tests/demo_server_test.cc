@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,12 +92,26 @@ std::string get(const std::string& path, const std::string& extra_headers = "") 
 }
 
 // Options with some dials set, e.g. dials([](auto& o) { o.error_every = 3; }).
-template <typename Set>
-DemoServerOptions dials(Set set) {
-  DemoServerOptions options;
-  set(options);
-  return options;
-}
+// Every test runs against both ways of serving: a thread per connection and
+// one event-loop thread for all (single_thread).
+class DemoServerModes : public ::testing::TestWithParam<bool> {
+ protected:
+  template <typename Set>
+  DemoServerOptions dials(Set set) {
+    DemoServerOptions options;
+    options.single_thread = GetParam();
+    set(options);
+    return options;
+  }
+  DemoServerOptions plain() {
+    return dials([](DemoServerOptions&) {});
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(DemoServer, DemoServerModes, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "SingleThread" : "ThreadPerConnection";
+                         });
 
 double process_cpu_seconds() {
   timespec ts{};
@@ -103,8 +119,8 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-TEST(DemoServer, AnswersHelloWorldAndCountsIt) {
-  DemoServer server({});
+TEST_P(DemoServerModes, AnswersHelloWorldAndCountsIt) {
+  DemoServer server(plain());
   ASSERT_NE(server.port(), 0);
   EXPECT_EQ(server.url("/x"), "http://127.0.0.1:" + std::to_string(server.port()) + "/x");
   EXPECT_EQ(testing::http_get(server.port(), "/"), "Hello, world\n");
@@ -114,13 +130,13 @@ TEST(DemoServer, AnswersHelloWorldAndCountsIt) {
   EXPECT_EQ(server.requests_served(), 1u);  // /__stats itself is not counted
 }
 
-TEST(DemoServer, BodyBytesDialSetsTheBodyLength) {
+TEST_P(DemoServerModes, BodyBytesDialSetsTheBodyLength) {
   DemoServer server(dials([](DemoServerOptions& o) { o.body_bytes = 1000; }));
   EXPECT_EQ(testing::http_get(server.port(), "/any/path?q=1"), std::string(1000, 'x'));
 }
 
-TEST(DemoServer, KeepsTheConnectionAliveAcrossRequests) {
-  DemoServer server({});
+TEST_P(DemoServerModes, KeepsTheConnectionAliveAcrossRequests) {
+  DemoServer server(plain());
   RawClient client(server.port());
   ASSERT_TRUE(client.connected());
   for (int i = 0; i < 5; ++i) {
@@ -133,8 +149,8 @@ TEST(DemoServer, KeepsTheConnectionAliveAcrossRequests) {
   EXPECT_EQ(server.requests_served(), 5u);
 }
 
-TEST(DemoServer, AnswersPipelinedRequestsInOrder) {
-  DemoServer server({});
+TEST_P(DemoServerModes, AnswersPipelinedRequestsInOrder) {
+  DemoServer server(plain());
   RawClient client(server.port());
   // One write holding four requests, one of them with a body to skip.
   ASSERT_TRUE(client.send(get("/") + get("/__stats") +
@@ -147,8 +163,8 @@ TEST(DemoServer, AnswersPipelinedRequestsInOrder) {
   EXPECT_EQ(server.requests_served(), 2u);
 }
 
-TEST(DemoServer, ReadsBodiesArrivingInPieces) {
-  DemoServer server({});
+TEST_P(DemoServerModes, ReadsBodiesArrivingInPieces) {
+  DemoServer server(plain());
   RawClient client(server.port());
   ASSERT_TRUE(client.send("PUT / HTTP/1.1\r\nContent-Length: 10\r\n\r\n12345"));
   std::this_thread::sleep_for(20ms);
@@ -157,8 +173,8 @@ TEST(DemoServer, ReadsBodiesArrivingInPieces) {
   EXPECT_EQ(client.read_response().body, "ok");
 }
 
-TEST(DemoServer, HonoursConnectionClose) {
-  DemoServer server({});
+TEST_P(DemoServerModes, HonoursConnectionClose) {
+  DemoServer server(plain());
   RawClient client(server.port());
   ASSERT_TRUE(client.send(get("/", "Connection: close\r\n")));
   auto r = client.read_response();
@@ -167,8 +183,8 @@ TEST(DemoServer, HonoursConnectionClose) {
   EXPECT_TRUE(client.at_end());
 }
 
-TEST(DemoServer, ClosesAfterHttp10RequestsUnlessAskedToKeepAlive) {
-  DemoServer server({});
+TEST_P(DemoServerModes, ClosesAfterHttp10RequestsUnlessAskedToKeepAlive) {
+  DemoServer server(plain());
   RawClient keep(server.port());
   ASSERT_TRUE(keep.send("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + get("/health")));
   EXPECT_EQ(keep.read_response().status, 200);
@@ -179,8 +195,8 @@ TEST(DemoServer, ClosesAfterHttp10RequestsUnlessAskedToKeepAlive) {
   EXPECT_TRUE(once.at_end());
 }
 
-TEST(DemoServer, RejectsMalformedRequests) {
-  DemoServer server({});
+TEST_P(DemoServerModes, RejectsMalformedRequests) {
+  DemoServer server(plain());
   RawClient client(server.port());
   ASSERT_TRUE(client.send("NONSENSE\r\n\r\n"));
   EXPECT_EQ(client.read_response().status, 400);
@@ -188,7 +204,7 @@ TEST(DemoServer, RejectsMalformedRequests) {
   EXPECT_EQ(server.requests_served(), 0u);
 }
 
-TEST(DemoServer, AnswersEveryNthResponseWith500) {
+TEST_P(DemoServerModes, AnswersEveryNthResponseWith500) {
   DemoServer server(dials([](DemoServerOptions& o) { o.error_every = 3; }));
   RawClient client(server.port());
   std::vector<int> statuses;
@@ -199,7 +215,7 @@ TEST(DemoServer, AnswersEveryNthResponseWith500) {
   EXPECT_EQ(statuses, (std::vector<int>{200, 200, 500, 200, 200, 500, 200, 200, 500}));
 }
 
-TEST(DemoServer, CountsExactlyAcrossConnections) {
+TEST_P(DemoServerModes, CountsExactlyAcrossConnections) {
   DemoServer server(dials([](DemoServerOptions& o) { o.error_every = 10; }));
   constexpr int kClients = 4, kEach = 25;
   std::vector<int> errors(kClients, 0);
@@ -215,7 +231,7 @@ TEST(DemoServer, CountsExactlyAcrossConnections) {
   EXPECT_EQ(errors[0] + errors[1] + errors[2] + errors[3], kClients * kEach / 10);
 }
 
-TEST(DemoServer, DelaysEveryNthResponse) {
+TEST_P(DemoServerModes, DelaysEveryNthResponse) {
   DemoServer server(dials([](DemoServerOptions& o) {
     o.delay = 150ms;
     o.delay_every = 2;
@@ -229,7 +245,7 @@ TEST(DemoServer, DelaysEveryNthResponse) {
   EXPECT_GE(Clock::now() - start, 150ms);  // a lower bound only: slow hosts pass too
 }
 
-TEST(DemoServer, AddsTheTailDelayOnTopOfTheBaseDelayOnEveryNthResponse) {
+TEST_P(DemoServerModes, AddsTheTailDelayOnTopOfTheBaseDelayOnEveryNthResponse) {
   DemoServer server(dials([](DemoServerOptions& o) {
     o.delay = 20ms;
     o.delay_every = 1;
@@ -252,7 +268,7 @@ TEST(DemoServer, AddsTheTailDelayOnTopOfTheBaseDelayOnEveryNthResponse) {
   for (int i : {0, 1, 3, 4}) EXPECT_LT(took[i], 200ms) << "response " << i + 1;
 }
 
-TEST(DemoServer, TailDelayWorksWithoutABaseDelay) {
+TEST_P(DemoServerModes, TailDelayWorksWithoutABaseDelay) {
   DemoServer server(dials([](DemoServerOptions& o) {
     o.tail_delay = 150ms;
     o.tail_every = 2;
@@ -266,7 +282,7 @@ TEST(DemoServer, TailDelayWorksWithoutABaseDelay) {
   EXPECT_GE(Clock::now() - start, 150ms);
 }
 
-TEST(DemoServer, BurnsCpuPerCountedResponse) {
+TEST_P(DemoServerModes, BurnsCpuPerCountedResponse) {
   DemoServer server(dials([](DemoServerOptions& o) { o.work = 20ms; }));
   double before = process_cpu_seconds();
   RawClient client(server.port());
@@ -277,7 +293,7 @@ TEST(DemoServer, BurnsCpuPerCountedResponse) {
   EXPECT_GE(process_cpu_seconds() - before, 0.1);
 }
 
-TEST(DemoServer, StopJoinsBusyAndIdleConnectionsAndFreesThePort) {
+TEST_P(DemoServerModes, StopJoinsBusyAndIdleConnectionsAndFreesThePort) {
   DemoServer server(dials([](DemoServerOptions& o) {
     o.delay = 30s;
     o.delay_every = 1;
@@ -296,19 +312,42 @@ TEST(DemoServer, StopJoinsBusyAndIdleConnectionsAndFreesThePort) {
   server.stop();  // again: harmless
 }
 
-TEST(DemoServer, ListensOnLoopbackOnly) {
+TEST_P(DemoServerModes, ListensOnLoopbackOnly) {
   EXPECT_THROW(DemoServer(dials([](DemoServerOptions& o) { o.host = "0.0.0.0"; })), Error);
   EXPECT_THROW(DemoServer(dials([](DemoServerOptions& o) { o.host = "localhost"; })), Error);
 }
 
-TEST(DemoServer, ReportsABusyPort) {
-  DemoServer first({});
+TEST_P(DemoServerModes, ReportsABusyPort) {
+  DemoServer first(plain());
   try {
     DemoServer second(dials([&](DemoServerOptions& o) { o.port = first.port(); }));
     FAIL() << "a second server bound the same port";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(first.port())), std::string::npos);
   }
+}
+
+size_t threads_of_this_process() {
+  size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    n += entry.exists();
+  return n;
+}
+
+TEST(DemoServerSingleThread, ServesEveryConnectionFromOneThread) {
+  size_t before = threads_of_this_process();
+  DemoServerOptions options;
+  options.single_thread = true;
+  options.work = 1ms;
+  DemoServer server(options);
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<RawClient>(server.port()));
+  // All eight ask at once; one thread answers them in turn.
+  for (auto& c : clients) ASSERT_TRUE(c->send(get("/")));
+  for (auto& c : clients) EXPECT_EQ(c->read_response().body, "Hello, world\n");
+  EXPECT_EQ(server.requests_served(), 8u);
+  // A thread per connection would be 8 more; the event loop is the one.
+  EXPECT_EQ(threads_of_this_process(), before + 1);
 }
 
 }  // namespace

@@ -106,6 +106,9 @@ void register_demo_server_command(CommandSet& commands) {
   demo->add_option("--error-every", args->options.error_every, "Every N-th response is a 500");
   demo->add_option("--work", args->work, "CPU burned per response, e.g. 50us");
   demo->add_option("--body-bytes", args->options.body_bytes, "Response body size");
+  demo->add_flag("--single-thread", args->options.single_thread,
+                 "Serve every connection from one event-loop thread (a service with one busy "
+                 "thread, e.g. Node.js or Redis) instead of a thread per connection");
   demo->add_option("--burn-while-busy", args->burn_threads,
                    "Testing aid: N threads of a separate process, outside this server's process "
                    "tree, burn CPU while it serves requests (and 20 ms after), so that a load "

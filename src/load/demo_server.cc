@@ -1,6 +1,7 @@
 #include "perfgate/load/demo_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,8 +18,10 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
+#include "epoll_set.h"
 #include "perfgate/core/error.h"
 
 namespace perfgate {
@@ -258,20 +261,30 @@ Response route(const Request& request, const ServerState& s) {
   return counted_response(s);
 }
 
+std::string_view body_of(const Request& request, const Response& r) {
+  if (request.method == "HEAD") return {};
+  return r.owned_body.empty() ? r.body : r.owned_body;
+}
+
+std::string head_of(const Request& request, const Response& r) {
+  size_t length = (r.owned_body.empty() ? r.body : r.owned_body).size();
+  return "HTTP/1.1 " + std::to_string(r.status) +
+         (r.status == 200 ? " OK" : " Internal Server Error") +
+         "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(length) + "\r\n" +
+         (request.close ? "Connection: close\r\n\r\n" : "\r\n");
+}
+
 bool respond(int fd, const Request& request, const ServerState& s) {
   Response r = route(request, s);
   if (s.stopping) return false;  // a delay cut short by stop(): no answer
-  std::string_view body = r.owned_body.empty() ? r.body : r.owned_body;
-  std::string head =
-      "HTTP/1.1 " + std::to_string(r.status) +
-      (r.status == 200 ? " OK" : " Internal Server Error") +
-      "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
-      (request.close ? "Connection: close\r\n\r\n" : "\r\n");
-  return send_all(fd, head, request.method == "HEAD" ? std::string_view() : body, s);
+  return send_all(fd, head_of(request, r), body_of(request, r), s);
 }
 
+constexpr std::string_view kBadRequest =
+    "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
 void reject(int fd, const ServerState& s) {
-  send_all(fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", {}, s);
+  send_all(fd, kBadRequest, {}, s);
 }
 
 // Answers the requests of one connection in order, pipelined ones included.
@@ -338,6 +351,118 @@ void accept_loop(ServerState& s) {
   }
 }
 
+// single_thread: one connection's buffers in the event loop.
+struct LoopClient {
+  Fd fd;
+  std::string in;
+  std::string out;
+  bool close_after = false;  // once `out` is sent
+};
+
+// Answers every complete request in `c.in`, appending to `c.out`; false when
+// the connection must end now (stop()).
+bool answer_buffered(LoopClient& c, const ServerState& s) {
+  while (!c.close_after) {
+    auto head_end = c.in.find("\r\n\r\n");
+    if (head_end == std::string::npos) {
+      if (c.in.size() > kMaxHeadBytes) c.out += kBadRequest, c.close_after = true;
+      return true;
+    }
+    auto request = parse_head(std::string_view(c.in).substr(0, head_end));
+    if (!request) {
+      c.out += kBadRequest;
+      c.close_after = true;
+      return true;
+    }
+    size_t end = head_end + 4 + request->content_length;
+    if (c.in.size() < end) return true;  // the body is still arriving
+    c.in.erase(0, end);
+    Response r = route(*request, s);
+    if (s.stopping) return false;
+    c.out += head_of(*request, r);
+    c.out += body_of(*request, r);
+    c.close_after = request->close;
+  }
+  return true;
+}
+
+// Reads what the socket has, answers it and sends what it can without
+// blocking; false when the connection is over.
+bool serve_ready(LoopClient& c, const ServerState& s) {
+  char chunk[16384];
+  for (;;) {
+    ssize_t n = ::recv(c.fd.get(), chunk, sizeof chunk, 0);
+    if (n > 0) {
+      c.in.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) return false;  // the peer is done: nothing left to answer
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    return false;
+  }
+  if (!answer_buffered(c, s)) return false;
+  while (!c.out.empty()) {
+    ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out.erase(0, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return true;  // EPOLLOUT resumes it
+    } else {
+      return false;
+    }
+  }
+  return !c.close_after;
+}
+
+void watch(const EpollSet& set, int op, int fd, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  ::epoll_ctl(set.get(), op, fd, &ev);
+}
+
+// single_thread: the listener and every connection on one epoll set, served
+// by this one thread until stop().
+void event_loop(ServerState& s) {
+  EpollSet set;
+  int listener = s.listener.get();
+  ::fcntl(listener, F_SETFL, ::fcntl(listener, F_GETFL) | O_NONBLOCK);
+  watch(set, EPOLL_CTL_ADD, listener, EPOLLIN);
+  std::unordered_map<int, LoopClient> clients;
+  epoll_event events[64];
+  while (!s.stopping) {
+    int n = set.wait(events, 64, kTick);
+    for (int i = 0; i < n && !s.stopping; ++i) {
+      int fd = events[i].data.fd;
+      if (fd == listener) {
+        int client;
+        while ((client = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >=
+               0) {
+          int one = 1;
+          ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          clients[client].fd.reset(client);
+          watch(set, EPOLL_CTL_ADD, client, EPOLLIN | EPOLLRDHUP);
+        }
+        continue;
+      }
+      auto it = clients.find(fd);
+      if (it == clients.end()) continue;
+      if (!serve_ready(it->second, s)) {
+        ::epoll_ctl(set.get(), EPOLL_CTL_DEL, fd, nullptr);
+        ::shutdown(fd, SHUT_RDWR);
+        clients.erase(it);  // closes it
+        continue;
+      }
+      watch(set, EPOLL_CTL_MOD, fd,
+            EPOLLIN | EPOLLRDHUP | (it->second.out.empty() ? 0u : EPOLLOUT));
+    }
+  }
+  for (auto& [fd, c] : clients) ::shutdown(fd, SHUT_RDWR);
+}
+
 in_addr loopback_address(const std::string& host) {
   in_addr addr{};
   if (::inet_pton(AF_INET, host.c_str(), &addr) != 1 || (ntohl(addr.s_addr) >> 24) != 127)
@@ -379,7 +504,10 @@ DemoServer::DemoServer(const DemoServerOptions& options)
       shared_(std::make_shared<Shared>(options, served_)) {
   shared_->listener = listen_on(options.host, options.port);
   port_ = bound_port(shared_->listener.get());
-  acceptor_ = std::thread([state = shared_] { accept_loop(*state); });
+  if (options.single_thread)
+    acceptor_ = std::thread([state = shared_] { event_loop(*state); });
+  else
+    acceptor_ = std::thread([state = shared_] { accept_loop(*state); });
 }
 
 DemoServer::~DemoServer() {

@@ -30,9 +30,15 @@ struct DemoServerOptions {
   /// (0 = never): a slow tail, e.g. +20 ms on every 50th response (2 %).
   Nanos tail_delay{0};
   uint64_t tail_every = 0;
+  /// Every connection served by one thread from one epoll set, as a Node.js
+  /// or Redis-like service: one busy thread whatever the connections, so the
+  /// scheduler places exactly one service thread beside the load (issue 27's
+  /// case). Delays and stalls then hold up every connection, as they would there.
+  bool single_thread = false;
 };
 
-/// A small HTTP/1.1 keep-alive server on loopback, one thread per connection.
+/// A small HTTP/1.1 keep-alive server on loopback, one thread per connection
+/// (or one thread for all: `single_thread`).
 /// GET /__stats answers {"requests": N} (itself not counted); /health answers 200.
 /// Stops and joins its threads on destruction.
 class DemoServer {
