@@ -256,7 +256,7 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
     char level[32];
     std::snprintf(level, sizeof level, "%.4g", result.confidence);
     result.notes.push_back(std::string("sequential run (repeat.max_count): judged at ") + level +
-                           "% confidence, as each of its looks was");
+                           "% confidence, as its last look was");
   }
   result.notes.push_back("judged again from the store (stored verdict: " +
                          std::string(to_string(run->verdict)) + "); nothing was stored");

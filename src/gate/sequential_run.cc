@@ -82,9 +82,8 @@ std::string sequential_note(const SequentialSummary& s) {
                         ? std::string("each of up to ") + std::to_string(s.looks) +
                               " looks judged at " + level + "% confidence"
                         : s.boundary + " alpha-spending boundary over up to " +
-                              std::to_string(s.looks) + " looks; look " +
-                              std::to_string(s.stop_look) + ", the last, judged at " + level +
-                              "% confidence";
+                              std::to_string(s.looks) + " looks; stopped at look " +
+                              std::to_string(s.stop_look) + ", judged at " + level + "% confidence";
   return "sequential: " + s.stopped + " (repeat.count " + std::to_string(s.planned) +
          ", max_count " + std::to_string(s.max_count) + "; " + how +
          ", so that stopping early cannot raise the false-fail rate)";
