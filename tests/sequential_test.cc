@@ -312,5 +312,32 @@ TEST(SequentialTest, AFutileCheckStopsTheRunAndSaysWhy) {
   EXPECT_TRUE(next_step(j, false, false, 6, plan).more);
 }
 
+TEST(SequentialTest, TheBoundaryIsComputedAtTheFamilysSplitLevel) {
+  // Two tested metrics share 95 %: each is judged at 97.5 % for one look, and a
+  // sequential look at the boundary computed for 97.5 %, not 95 % split again.
+  std::vector<double> cand, base;
+  for (int i = 0; i < 8; ++i) {
+    base.push_back(1000 + 7 * i);
+    cand.push_back(990 + 5 * ((i * 3) % 8));
+  }
+  RunFigures now{{{"throughput_rps", stats::median(cand)}, {"latency_p99_ms", stats::median(cand)}},
+                 {{"throughput_rps", cand}, {"latency_p99_ms", cand}}};
+  BaselineSample sample;
+  sample.pooled = {
+      {{"throughput_rps", stats::median(base)}, {"latency_p99_ms", stats::median(base)}},
+      {{"throughput_rps", base}, {"latency_p99_ms", base}}};
+  sample.paired = true;
+  ThresholdSet limits;
+  limits["throughput_rps"].fail_pct = 5;
+  limits["latency_p99_ms"].fail_pct = 5;
+  SequentialPlan plan{8, 16, 2, Spending::kPocock};
+  DecisionSettings settings{95};
+  settings.look_level = [&plan](double level) { return plan.look_confidence(level, 10); };
+  auto j = judge(now, &sample, limits, {}, settings);
+  ASSERT_EQ(j.family, 2);
+  EXPECT_DOUBLE_EQ(j.confidence_pct, plan.look_confidence(97.5, 10));
+  EXPECT_NE(j.confidence_pct, plan.look_confidence(95, 10));
+}
+
 }  // namespace
 }  // namespace perfgate

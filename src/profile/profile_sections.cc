@@ -291,6 +291,9 @@ void check_pairs_reach_level(const Section& s, const Profile& p, int block) {
   // No look is looser than a single look's level: the least any look needs.
   double level = single;
   int needed = min_pairs_to_reach(level);
+  // Enough for one look at the whole level, yet the boundary's share at every
+  // look is out of reach: rare (a few looks just past the count one look needs).
+  if (kept >= needed) needed = kept + 1;
   std::string why = percent_text(p.baseline.confidence) + " confidence";
   if (plan.extends()) why += " spent over " + std::to_string(plan.looks()) + " looks";
   if (family > 1)
