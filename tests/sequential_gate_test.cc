@@ -122,16 +122,27 @@ TEST_F(SequentialGateTest, ANoisyLossMeasuresMoreThenDecides) {
   EXPECT_TRUE(result()["metrics"]["throughput_rps"]["test"]["detectable_change_pct"].is_number());
 }
 
-TEST_F(SequentialGateTest, AnUndecidedRunStopsAtMaxCount) {
+TEST_F(SequentialGateTest, AnUndecidedRunStopsOnceAFailIsOutOfReach) {
   seed();
-  // Half the windows like the baseline, half 6.5 % lower: the interval spans
-  // both limits however many windows come. Past the warn limit only within
-  // the noise (the interval reaches zero) is no warning: it passes, undecided.
+  // Half the windows like the baseline, half 10 % lower: an estimate about the
+  // fail limit, but half the windows unchanged keep the interval's near end at
+  // zero: after one batch a fail by 16 is implausible (futility), not before.
+  gate(windows({1000, 900, 1001, 901, 1002, 902}), windows({1003, 903}));
+  EXPECT_EQ(*fake_.loads, 2);
+  EXPECT_EQ(result()["sequential"]["taken"], 8);
+  EXPECT_EQ(stopped().rfind("futility after 8 iterations", 0), 0u) << stopped();
+  EXPECT_EQ(result()["sequential"]["futility"], true);
+}
+
+TEST_F(SequentialGateTest, AChangeThatCannotReachTheFailLimitStopsForFutility) {
+  seed();
+  // Half the windows like the baseline, half 6.5 % lower: undecided against the
+  // warn limit, but a fail (past 5 %, surely past 3 %) is out of reach by 16.
   EXPECT_EQ(gate(windows({1000, 935, 1001, 936, 1002, 937}), windows({1003, 938})),
             ExitStatus::kPass);
-  EXPECT_EQ(*fake_.loads, 6);  // 6, then 5 batches of 2: 16
-  EXPECT_EQ(result()["sequential"]["taken"], 16);
-  EXPECT_EQ(stopped(), "max_count 16 reached: still undecided (throughput_rps)");
+  EXPECT_EQ(*fake_.loads, 1);
+  EXPECT_EQ(stopped().rfind("futility after 6 iterations: throughput_rps", 0), 0u) << stopped();
+  EXPECT_EQ(result()["sequential"]["futility"], true);
 }
 
 TEST_F(SequentialGateTest, ASignalAfterTheLoadStopsTheExtension) {
@@ -139,7 +150,7 @@ TEST_F(SequentialGateTest, ASignalAfterTheLoadStopsTheExtension) {
   // SIGINT/SIGTERM set the stop flag after the first load's windows were measured:
   // the run is judged on what it has, and says so.
   fake_.during = [this] { stop_ = true; };
-  gate(windows({1000, 935, 1001, 936, 1002, 937}), windows({1003, 938}));
+  gate(windows({1000, 900, 1001, 901, 1002, 902}), windows({1003, 903}));
   EXPECT_EQ(*fake_.loads, 1);
   EXPECT_EQ(stopped(), "stopped by a signal after 6 iterations: still undecided (throughput_rps)");
 }
@@ -176,11 +187,18 @@ TEST_F(SequentialGateTest, PairedNoisyLossMeasuresMorePairsThenDecides) {
   EXPECT_EQ(result()["paired"]["pairs"], result()["sequential"]["taken"].get<int>() - 1);
 }
 
-TEST_F(SequentialGateTest, PairedUndecidedRunStopsAtMaxCount) {
+TEST_F(SequentialGateTest, PairedUndecidedRunExtendsUntilAFailIsOutOfReach) {
   use(kPaired);
-  paired(windows({1000, 1000, 935, 1001, 936, 1002, 937, 1003, 938, 1004}), windows({1005, 940}));
-  EXPECT_EQ(*fake_.loads, 6);
-  EXPECT_EQ(stopped(), "max_count 20 reached: still undecided (throughput_rps)");
+  paired(windows({1000, 1000, 900, 1001, 901, 1002, 902, 1003, 903, 1004}), windows({1005, 905}));
+  EXPECT_EQ(*fake_.loads, 2);
+  EXPECT_EQ(stopped().rfind("futility after 12 pairs", 0), 0u) << stopped();
+  auto json = result();
+  const auto& seq = json["sequential"];
+  EXPECT_EQ(seq["boundary"], "pocock");
+  EXPECT_EQ(seq["stop_look"], 2);
+  EXPECT_EQ(seq["look_levels_pct"].size(), 6u);
+  EXPECT_DOUBLE_EQ(seq["look_confidence_pct"].get<double>(),
+                   seq["look_levels_pct"][1].get<double>());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -104,25 +105,93 @@ TEST(SequentialTest, MeasuresMoreOnlyWhenUndecidedAndAllowed) {
   EXPECT_EQ(stop_reason(decided, false, false, 8, plan, "pairs"), "decided after 8 pairs");
 }
 
-// A/A paired sequences through judge() and next_step(): both sides drawn from
-// one distribution, limits so small that only significance decides a fail, so
-// that any fail is a false one. Looking after every batch at the full alpha
-// inflates the rate; the split keeps it at or below alpha.
-double false_fail_rate(bool split, int sequences) {
-  SequentialPlan plan{6, 16, 2};
-  double confidence = split ? plan.look_confidence(95) : 95;
-  ThresholdSet limits;
-  limits["throughput_rps"].warn_pct = 0.01;
-  limits["throughput_rps"].fail_pct = 0.02;
-  std::mt19937_64 rng(20261201);
-  std::normal_distribution<double> noise(0, 0.04);
+TEST(SpendingBoundaryTest, SpendingFunctionsMatchSciPy) {
+  // SciPy: 2 - 2 * norm.cdf(norm.ppf(1 - a / 2) / sqrt(t)) and a * log(1 + (e - 1) t), a = 0.025.
+  EXPECT_NEAR(spent_alpha(Spending::kOBrienFleming, 0.025, 0.25), 7.366808435937955e-06, 1e-12);
+  EXPECT_NEAR(spent_alpha(Spending::kOBrienFleming, 0.025, 0.5), 0.0015253227579890005, 1e-12);
+  EXPECT_NEAR(spent_alpha(Spending::kOBrienFleming, 0.025, 0.75), 0.009649324953511895, 1e-12);
+  EXPECT_NEAR(spent_alpha(Spending::kPocock, 0.025, 0.25), 0.00893435048771971, 1e-12);
+  EXPECT_NEAR(spent_alpha(Spending::kPocock, 0.025, 0.5), 0.015502862673956938, 1e-12);
+  EXPECT_NEAR(spent_alpha(Spending::kPocock, 0.025, 0.75), 0.020699723481071745, 1e-12);
+  for (auto shape : {Spending::kPocock, Spending::kOBrienFleming})
+    EXPECT_DOUBLE_EQ(spent_alpha(shape, 0.025, 1), 0.025);
+}
+
+TEST(SpendingBoundaryTest, TheTableIsDeterministicAndSpendsNoMoreThanAllowed) {
+  std::vector<int> ns{6, 8, 10, 12, 14, 16};
+  const auto& pocock = signed_rank_boundary(Spending::kPocock, ns, 95);
+  ASSERT_EQ(pocock.size(), ns.size());
+  // Six pairs all one way: one-sided 1/64 = 0.0156 > Pocock's 0.0104 at t = 6/16, so
+  // the first look cannot fail; it extends.
+  EXPECT_FALSE(pocock[0].reachable);
+  EXPECT_TRUE(pocock.back().reachable);
+  for (size_t k = 0; k < ns.size(); ++k) {
+    EXPECT_EQ(pocock[k].n, ns[k]);
+    EXPECT_GT(pocock[k].confidence_pct, 95);  // every look stricter than a single look
+    EXPECT_LT(pocock[k].confidence_pct, 100);
+    std::printf("pocock look %zu: n %d spent %.5f level %.6f%%%s\n", k + 1, pocock[k].n,
+                pocock[k].spent, pocock[k].confidence_pct, pocock[k].reachable ? "" : " (no fail)");
+  }
+  // The same table from a fresh computation (a different confidence, then back:
+  // the cache holds both; a copy of another key's computation must agree too).
+  std::vector<BoundaryLook> copy = pocock;
+  const auto& again = signed_rank_boundary(Spending::kPocock, ns, 95);
+  for (size_t k = 0; k < ns.size(); ++k) EXPECT_EQ(again[k].confidence_pct, copy[k].confidence_pct);
+  // O'Brien-Fleming: stricter early, more lenient at the last look.
+  const auto& obf = signed_rank_boundary(Spending::kOBrienFleming, ns, 95);
+  EXPECT_GE(obf[0].confidence_pct, pocock[0].confidence_pct);
+  EXPECT_LE(obf.back().confidence_pct, pocock.back().confidence_pct);
+  // Past kExactMaxPairs the normal limit: its levels are near Pocock's constant
+  // two-sided z of about 2.3 to 2.5 for a few equal looks.
+  const auto& big = signed_rank_boundary(Spending::kPocock, {200, 400, 600}, 95);
+  for (const auto& l : big) {
+    EXPECT_GT(l.confidence_pct, 97.5);
+    EXPECT_LT(l.confidence_pct, 99.5);
+  }
+}
+
+TEST(SequentialPlanTest, PairedPlanJudgesEachLookAtItsBoundaryLevel) {
+  SequentialPlan plan{6, 16, 2, Spending::kPocock};
+  const auto& table = signed_rank_boundary(Spending::kPocock, {6, 8, 10, 12, 14, 16}, 95);
+  EXPECT_EQ(plan.look_of(6), 0);
+  EXPECT_EQ(plan.look_of(8), 1);
+  EXPECT_EQ(plan.look_of(16), 5);
+  EXPECT_DOUBLE_EQ(plan.look_confidence(95, 6), table[0].confidence_pct);
+  EXPECT_DOUBLE_EQ(plan.look_confidence(95, 12), table[3].confidence_pct);
+  EXPECT_TRUE(plan.can_ever_fail(95));
+  // Discarded pairs and blocks: the test's counts.
+  SequentialPlan blocks{8, 16, 2, Spending::kPocock, 2, 2};
+  EXPECT_EQ(blocks.kept(8), 3);
+  EXPECT_EQ(blocks.kept(16), 7);
+  // Bonferroni, as stored mode keeps: the same level at every look.
+  SequentialPlan stored{6, 16, 2};
+  EXPECT_DOUBLE_EQ(stored.look_confidence(95, 6), stored.look_confidence(95, 16));
+  // Three pairs up to five: no look can fail at 95 %.
+  EXPECT_FALSE((SequentialPlan{3, 5, 2, Spending::kPocock}.can_ever_fail(95)));
+}
+
+// Paired sequences through judge() and next_step(): each pair's log ratio drawn
+// from a normal of mean `loss` (negative: throughput lost) and sd `noise`.
+struct Simulated {
+  double fail_rate = 0;
+  double mean_pairs = 0;
+};
+
+Simulated simulate(Spending shape, bool split, bool futility, double loss, double noise,
+                   const ThresholdSet& limits, int sequences, std::uint64_t seed = 20261201) {
+  SequentialPlan plan{6, 16, 2, shape};
+  plan.futility = futility;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> draw(0, 1);
   int fails = 0;
+  long pairs = 0;
   for (int s = 0; s < sequences; ++s) {
     std::vector<double> cand, base;
     auto add = [&](int n) {
       for (int i = 0; i < n; ++i) {
-        cand.push_back(1000 * (1 + noise(rng)));
-        base.push_back(1000 * (1 + noise(rng)));
+        double b = 1000 * (1 + 0.01 * draw(rng));
+        base.push_back(b);
+        cand.push_back(b * std::exp(loss + noise * draw(rng)));
       }
     };
     add(plan.count);
@@ -132,7 +201,12 @@ double false_fail_rate(bool split, int sequences) {
       BaselineSample sample;
       sample.pooled = {{{"throughput_rps", stats::median(base)}}, {{"throughput_rps", base}}};
       sample.paired = true;
-      auto j = judge(now, &sample, limits, {}, {confidence});
+      DecisionSettings settings{95};
+      if (split)
+        settings.look_level = [&plan, taken](double level) {
+          return plan.look_confidence(level, taken);
+        };
+      auto j = judge(now, &sample, limits, {}, settings);
       auto step = next_step(j, false, false, taken, plan);
       if (!step.more) {
         fails += j.verdict == Verdict::kFail ? 1 : 0;
@@ -142,19 +216,127 @@ double false_fail_rate(bool split, int sequences) {
       add(n);
       taken += n;
     }
+    pairs += taken;
   }
-  return static_cast<double>(fails) / sequences;
+  return {static_cast<double>(fails) / sequences, static_cast<double>(pairs) / sequences};
 }
 
-TEST(SequentialTest, SplitAlphaKeepsFalseFailsOfOptionalStoppingAtAlpha) {
+ThresholdSet tiny_limits() {
+  // So small that only significance decides a fail: any A/A fail is a false one.
+  ThresholdSet limits;
+  limits["throughput_rps"].warn_pct = 0.01;
+  limits["throughput_rps"].fail_pct = 0.02;
+  return limits;
+}
+
+ThresholdSet pr_limits() {
+  ThresholdSet limits;
+  limits["throughput_rps"].warn_pct = 3;
+  limits["throughput_rps"].fail_pct = 5;
+  return limits;
+}
+
+TEST(SequentialTest, SpendingBoundariesKeepFalseFailsOfOptionalStoppingAtAlpha) {
   // A fail is one-sided: one look at 95 % fails an A/A run 2.5 % of the time.
-  double naive = false_fail_rate(false, 800);
-  double split = false_fail_rate(true, 800);
-  EXPECT_LE(split, 0.025) << "naive " << naive;
-  EXPECT_GT(naive, 0.025) << "split " << split;  // six looks at 5 % each: optional stopping
-  EXPECT_GT(naive, split);
-  std::printf("A/A false fails over 800 sequences: %.4f each look at 95%%, %.4f split\n", naive,
-              split);
+  auto limits = tiny_limits();
+  double naive = simulate(Spending::kBonferroni, false, false, 0, 0.05, limits, 2000).fail_rate;
+  double bonferroni = simulate(Spending::kBonferroni, true, false, 0, 0.05, limits, 2000).fail_rate;
+  double pocock = simulate(Spending::kPocock, true, false, 0, 0.05, limits, 2000).fail_rate;
+  double obf = simulate(Spending::kOBrienFleming, true, false, 0, 0.05, limits, 2000).fail_rate;
+  std::printf(
+      "A/A false fails over 2000 sequences (6..16 pairs): %.4f each look at 95%%, %.4f "
+      "bonferroni, %.4f pocock, %.4f obrien-fleming\n",
+      naive, bonferroni, pocock, obf);
+  EXPECT_GT(naive, 0.025);  // six looks at 5 % each: optional stopping
+  EXPECT_LE(bonferroni, 0.025);
+  EXPECT_LE(pocock, 0.025);
+  EXPECT_LE(obf, 0.025);
+  EXPECT_GT(pocock, bonferroni);  // the boundary spends what Bonferroni leaves unspent
+}
+
+TEST(SequentialTest, PocockBoundaryPowerAndPairsAgainstBonferroni) {
+  auto limits = pr_limits();
+  for (double loss : {-0.05, -0.10}) {
+    double log_loss = std::log1p(loss);
+    auto b = simulate(Spending::kBonferroni, true, false, log_loss, 0.05, limits, 600);
+    auto p = simulate(Spending::kPocock, true, false, log_loss, 0.05, limits, 600);
+    auto o = simulate(Spending::kOBrienFleming, true, false, log_loss, 0.05, limits, 600);
+    auto pf = simulate(Spending::kPocock, true, true, log_loss, 0.05, limits, 600);
+    std::printf(
+        "loss %.0f%% at 5%% noise, 600 runs of 6..16 pairs: power / mean pairs: bonferroni "
+        "%.3f / %.2f, pocock %.3f / %.2f, obrien-fleming %.3f / %.2f, pocock+futility %.3f / "
+        "%.2f\n",
+        loss * 100, b.fail_rate, b.mean_pairs, p.fail_rate, p.mean_pairs, o.fail_rate, o.mean_pairs,
+        pf.fail_rate, pf.mean_pairs);
+    EXPECT_GE(p.fail_rate, b.fail_rate - 0.02);
+    EXPECT_GE(pf.fail_rate, p.fail_rate - 0.05);  // futility forgoes few fails
+    if (loss <= -0.10) {
+      EXPECT_LE(p.mean_pairs, b.mean_pairs);
+    }
+  }
+}
+
+TEST(SequentialTest, FutilityStopsAnAARunEarlyWithoutAddingFails) {
+  auto limits = pr_limits();
+  auto plain = simulate(Spending::kPocock, true, false, 0, 0.05, limits, 600);
+  auto futile = simulate(Spending::kPocock, true, true, 0, 0.05, limits, 600);
+  std::printf(
+      "A/A at limits 3/5 %%, 600 runs: mean pairs %.2f without futility, %.2f with; "
+      "fails %.4f / %.4f\n",
+      plain.mean_pairs, futile.mean_pairs, plain.fail_rate, futile.fail_rate);
+  EXPECT_LT(futile.mean_pairs, plain.mean_pairs - 1);
+  EXPECT_LE(futile.fail_rate, plain.fail_rate);
+}
+
+TEST(SequentialTest, AFutileCheckStopsTheRunAndSaysWhy) {
+  SequentialPlan plan{6, 16, 2, Spending::kPocock};
+  plan.futility = true;
+  auto c = check("throughput_rps", -3.5, 2.5);  // straddles the warn limit
+  c.test->estimate_pct = -0.5;
+  c.test->n_now = 6;
+  c.test->confidence_pct = 99;
+  Judgement j;
+  j.checks = {c};
+  j.family = 1;
+  auto step = next_step(j, false, false, 6, plan);
+  EXPECT_FALSE(step.more);
+  EXPECT_EQ(step.futile, std::vector<std::string>{"throughput_rps"});
+  EXPECT_LT(*conditional_power(c, 6, plan, 97), kFutilityPower);
+  EXPECT_NE(stop_reason(step, false, false, 6, plan, "pairs").find("futility after 6 pairs"),
+            std::string::npos);
+  // A change near the fail limit still has a chance: it measures on.
+  c.test->estimate_pct = -5.5;
+  c.test->ci_low_pct = -9;
+  c.test->ci_high_pct = -2;
+  j.checks = {c};
+  EXPECT_TRUE(next_step(j, false, false, 6, plan).more);
+}
+
+TEST(SequentialTest, TheBoundaryIsComputedAtTheFamilysSplitLevel) {
+  // Two tested metrics share 95 %: each is judged at 97.5 % for one look, and a
+  // sequential look at the boundary computed for 97.5 %, not 95 % split again.
+  std::vector<double> cand, base;
+  for (int i = 0; i < 8; ++i) {
+    base.push_back(1000 + 7 * i);
+    cand.push_back(990 + 5 * ((i * 3) % 8));
+  }
+  RunFigures now{{{"throughput_rps", stats::median(cand)}, {"latency_p99_ms", stats::median(cand)}},
+                 {{"throughput_rps", cand}, {"latency_p99_ms", cand}}};
+  BaselineSample sample;
+  sample.pooled = {
+      {{"throughput_rps", stats::median(base)}, {"latency_p99_ms", stats::median(base)}},
+      {{"throughput_rps", base}, {"latency_p99_ms", base}}};
+  sample.paired = true;
+  ThresholdSet limits;
+  limits["throughput_rps"].fail_pct = 5;
+  limits["latency_p99_ms"].fail_pct = 5;
+  SequentialPlan plan{8, 16, 2, Spending::kPocock};
+  DecisionSettings settings{95};
+  settings.look_level = [&plan](double level) { return plan.look_confidence(level, 10); };
+  auto j = judge(now, &sample, limits, {}, settings);
+  ASSERT_EQ(j.family, 2);
+  EXPECT_DOUBLE_EQ(j.confidence_pct, plan.look_confidence(97.5, 10));
+  EXPECT_NE(j.confidence_pct, plan.look_confidence(95, 10));
 }
 
 }  // namespace

@@ -484,6 +484,7 @@ Judgement judge(const RunFigures& now, const BaselineSample* baseline, const Thr
   Judgement j;
   j.family = tested_family(now, baseline, limits);
   j.confidence_pct = family_confidence(settings.confidence, j.family);
+  if (settings.look_level) j.confidence_pct = settings.look_level(j.confidence_pct);
   for (auto defs : {metric_defs(), host_metric_defs()}) {
     for (const auto& def : defs) {
       if (!now.summary.contains(def.key)) continue;

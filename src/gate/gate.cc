@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 #include "gate_pipeline.h"
@@ -27,11 +28,13 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures& now,
-                  const BaselineSelection& selection) {
+                  const BaselineSelection& selection,
+                  const std::function<double(double)>& look_level = {}) {
   const auto& base = selection.baseline;
   const auto& drift = selection.drift_reference;
-  auto judgement = judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
-                         {profile.baseline.confidence}, drift ? &drift->sample : nullptr);
+  auto judgement =
+      judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
+            {profile.baseline.confidence, look_level}, drift ? &drift->sample : nullptr);
   return assemble(profile, rec, judgement, selection);
 }
 
@@ -229,10 +232,16 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   auto selection = paired ? paired_selection(store, *run, options, block)
                           : select_baseline(store, query, policy);
   // A sequential run's every look had a share of alpha: it is judged again as
-  // its last look was, not at the profile's whole confidence.
+  // its last look was, not at the profile's whole confidence. A paired run's
+  // boundary level is the look's after the pairs it measured (pairs measured
+  // again for disturbance count too: a later look, at Pocock's nearly equal
+  // levels the same or a little stricter).
   auto plan = sequential_plan(profile);
-  GateResult result =
-      judged(judging_profile(profile, plan), *run, stored_run_figures(*run, block), selection);
+  int taken = static_cast<int>(run->iterations.size());
+  GateResult result = paired ? judged(profile, *run, stored_run_figures(*run, block), selection,
+                                      look_level(plan, taken))
+                             : judged(judging_profile(profile, plan), *run,
+                                      stored_run_figures(*run, block), selection);
   inconclusive_placement(selection, result);
   result.profile_source = source;
   result.run_id = run->id;
@@ -247,7 +256,7 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
     char level[32];
     std::snprintf(level, sizeof level, "%.4g", result.confidence);
     result.notes.push_back(std::string("sequential run (repeat.max_count): judged at ") + level +
-                           "% confidence, as each of its looks was");
+                           "% confidence, as its last look was");
   }
   result.notes.push_back("judged again from the store (stored verdict: " +
                          std::string(to_string(run->verdict)) + "); nothing was stored");
@@ -299,7 +308,8 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
       }
       auto why =
           stop_reason(step, run.record.saturation.saturated, stop, taken, plan, "iterations");
-      sequential = sequential_summary(plan, profile.baseline.confidence, taken, "iterations", why);
+      sequential = sequential_summary(plan, taken, "iterations", why,
+                                      !step.futile.empty() && step.undecided.empty());
     }
     GateResult result =
         judge_and_store(options, store, judging, selection, std::move(run.record), run.figures);

@@ -100,7 +100,7 @@ void apply_screening(const PairScreening& screening, int planned, PairedRecords&
 }
 
 // A paired run judged as it stands: its figures, its other side as the
-// baseline, the verdict at `confidence`.
+// baseline, the verdict at `settings`' level (a sequential look's own).
 struct PairedLook {
   RunFigures now;
   BaselineSelection selection;
@@ -108,7 +108,7 @@ struct PairedLook {
 };
 
 PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const Profile& profile,
-                       double confidence) {
+                       const DecisionSettings& settings) {
   PairedLook look;
   int block = profile.paired->block;
   // Pairs of one launch share its luck: with paired.block above 1 the test
@@ -120,7 +120,7 @@ PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const
   look.selection.baseline->sample.paired = true;
   if (block > 1) look.selection.baseline->sample.paired_unit = "blocks";  // launches, not pairs
   look.judgement = judge(look.now, &look.selection.baseline->sample, profile.thresholds,
-                         p.cand.saturation, {confidence});
+                         p.cand.saturation, settings);
   return look;
 }
 
@@ -165,6 +165,7 @@ struct PairedState {
   PairScreening screening;
   PairedRecords p;
   PairedLook look;
+  int taken = 0;  // pairs measured, extensions included: which look this is
 };
 
 // What every stage of a paired run needs: the two sides' profiles, the run so
@@ -175,7 +176,7 @@ struct PairedContext {
   GateRun& gate;
   std::optional<BaselineStore>& store;
   HostFingerprint host;
-  double confidence;  // of each look: the profile's, split over a sequential run's looks
+  SequentialPlan plan;  // the looks and their levels (the profile's confidence as plan.confidence)
   const Measurer& measurer;
   const std::atomic<bool>& stop;
 };
@@ -192,17 +193,19 @@ void judge_pairs(const PairedContext& c, PairedState& s,
   s.p = paired_records(c.profile, c.base_profile, s.m, c.gate.partial(), c.host, s.screening);
   if (!key.empty()) s.p.cand.pair = s.p.base.pair = key;
   apply_screening(s.screening, kept_pairs(c.profile), s.p, screening_notes);
-  s.look = paired_look(s.p, s.m, c.profile, c.confidence);
+  s.look = paired_look(s.p, s.m, c.profile, {c.plan.confidence, look_level(c.plan, s.taken)});
 }
 
 // The planned pairs, the disturbed ones dropped and measured again, judged.
 PairedState measure_and_screen(const PairedContext& c, std::vector<std::string>& screening_notes) {
   PairedState s;
+  s.taken = c.profile.repeat.count;
   s.m = c.measurer.paired(c.profile, c.base_profile, c.stop);
   c.gate.loaded(s.m.candidate.load);
   if (s.m.candidate.aborted) record_aborted(c.gate, c.store, c.profile, s.m.candidate, c.host);
-  // Enough pairs must vote to reach the level each tested metric is judged at.
-  double level = family_confidence(c.confidence, family_bound(c.profile.thresholds));
+  // Enough pairs must vote to reach the level each tested metric is judged at:
+  // the single look's; a sequential run's stricter looks are what extending is for.
+  double level = family_confidence(c.plan.confidence, family_bound(c.profile.thresholds));
   s.screening = screen_pairs(s.m, *c.profile.paired, level, [&](int pairs) {
     spdlog::info("paired: measuring {} disturbed pairs again", pairs);
     return c.measurer.paired(redo_profile(c.profile, pairs), redo_profile(c.base_profile, pairs),
@@ -218,7 +221,7 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c,
                                                         const SequentialPlan& plan,
                                                         PairedState& s) {
   if (!plan.extends()) return std::nullopt;
-  int taken = c.profile.repeat.count;
+  int& taken = s.taken;
   int dropped = 0;
   auto step = next_step(s.look.judgement, s.p.cand.saturation.saturated, c.stop, taken, plan);
   while (step.more) {
@@ -238,7 +241,8 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c,
   auto why = stop_reason(step, s.p.cand.saturation.saturated, c.stop, taken, plan, "pairs");
   if (dropped > 0)
     why += "; " + std::to_string(dropped) + " added pairs dropped as disturbed, not voted";
-  return sequential_summary(plan, c.profile.baseline.confidence, taken, "pairs", why);
+  return sequential_summary(plan, taken, "pairs", why,
+                            !step.futile.empty() && step.undecided.empty());
 }
 
 // The verdict and the notes a user reads first: what was paired, and how.
@@ -289,7 +293,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
                     gate,
                     store,
                     placed_host(measurer, profile),
-                    plan.look_confidence(profile.baseline.confidence),
+                    plan,
                     measurer,
                     stop};
     auto doctor_warnings = preflight(profile);

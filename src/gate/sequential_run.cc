@@ -1,11 +1,28 @@
 #include "sequential_run.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace perfgate {
 
 SequentialPlan sequential_plan(const Profile& profile) {
-  return {profile.repeat.count, profile.repeat.max_count, 2};
+  SequentialPlan plan{profile.repeat.count, profile.repeat.max_count, 2};
+  plan.confidence = profile.baseline.confidence;
+  plan.futility = true;
+  // Paired mode's signed-rank test has a distribution-free joint law over the
+  // looks, so its boundary is computed for it; stored mode keeps Bonferroni
+  // (docs/statistics.md, "Sequential runs").
+  if (profile.paired) {
+    plan.spending = kPairedSpending;
+    plan.discard = profile.repeat.discard;
+    plan.block = std::max(profile.paired->block, 1);
+  }
+  return plan;
+}
+
+std::function<double(double)> look_level(const SequentialPlan& plan, int taken) {
+  if (!plan.extends()) return {};
+  return [plan, taken](double level) { return plan.look_confidence(level, taken); };
 }
 
 Profile judging_profile(const Profile& profile, const SequentialPlan& plan) {
@@ -39,20 +56,37 @@ void append_measurement(Measurement& to, const Measurement& more) {
   to.aborted = to.aborted || more.aborted;
 }
 
-SequentialSummary sequential_summary(const SequentialPlan& plan, double confidence_pct, int taken,
-                                     const std::string& unit, const std::string& stopped) {
-  return {unit,   plan.count,   plan.max_count,
-          taken,  plan.looks(), plan.look_confidence(confidence_pct),
-          stopped};
+SequentialSummary sequential_summary(const SequentialPlan& plan, int taken, const std::string& unit,
+                                     const std::string& stopped, bool futility) {
+  SequentialSummary s;
+  s.unit = unit;
+  s.planned = plan.count;
+  s.max_count = plan.max_count;
+  s.taken = taken;
+  s.looks = plan.looks();
+  s.look_confidence = plan.look_confidence(plan.confidence, taken);
+  s.stopped = stopped;
+  s.boundary = to_string(plan.spending);
+  s.stop_look = plan.look_of(taken) + 1;
+  for (int k = 0; k < plan.looks(); ++k)
+    s.look_levels.push_back(plan.look_confidence(
+        plan.confidence, std::min(plan.max_count, plan.count + k * plan.batch)));
+  s.futility = futility;
+  return s;
 }
 
 std::string sequential_note(const SequentialSummary& s) {
   char level[32];
-  std::snprintf(level, sizeof level, "%g", s.look_confidence);
+  std::snprintf(level, sizeof level, "%.4g", s.look_confidence);
+  std::string how = s.boundary == "bonferroni"
+                        ? std::string("each of up to ") + std::to_string(s.looks) +
+                              " looks judged at " + level + "% confidence"
+                        : s.boundary + " alpha-spending boundary over up to " +
+                              std::to_string(s.looks) + " looks; stopped at look " +
+                              std::to_string(s.stop_look) + ", judged at " + level + "% confidence";
   return "sequential: " + s.stopped + " (repeat.count " + std::to_string(s.planned) +
-         ", max_count " + std::to_string(s.max_count) + "; each of up to " +
-         std::to_string(s.looks) + " looks judged at " + level +
-         "% confidence, so that stopping early cannot raise the false-fail rate)";
+         ", max_count " + std::to_string(s.max_count) + "; " + how +
+         ", so that stopping early cannot raise the false-fail rate)";
 }
 
 }  // namespace perfgate

@@ -4,6 +4,7 @@
 // still undecided (`repeat.max_count`, core/sequential.h), in stored-baseline
 // and paired mode alike. Extensions go through the Measurer, batch by batch.
 
+#include <functional>
 #include <string>
 
 #include "measurement.h"
@@ -15,6 +16,10 @@ namespace perfgate {
 
 /// The extension `profile` asks for.
 SequentialPlan sequential_plan(const Profile& profile);
+
+/// How a look after `taken` maps a metric's single-look level to its own (empty:
+/// no extension, the level stands). For DecisionSettings::look_level.
+std::function<double(double)> look_level(const SequentialPlan& plan, int taken);
 
 /// The profile every look judges with: its confidence raised to the plan's look
 /// confidence. Judging only; the stored profile keeps the user's.
@@ -28,8 +33,8 @@ Profile batch_profile(Profile profile, int n);
 void append_measurement(Measurement& to, const Measurement& more);
 
 /// The result's record of a sequential run, and its note.
-SequentialSummary sequential_summary(const SequentialPlan& plan, double confidence_pct, int taken,
-                                     const std::string& unit, const std::string& stopped);
+SequentialSummary sequential_summary(const SequentialPlan& plan, int taken, const std::string& unit,
+                                     const std::string& stopped, bool futility);
 std::string sequential_note(const SequentialSummary& s);
 
 }  // namespace perfgate

@@ -273,20 +273,29 @@ BaselineSpec read_baseline(const Section& root) {
   return spec;
 }
 
-// The first look must be able to fail at all: at the level each of its tested
-// metrics is judged at (the confidence split over a sequential run's looks, then
-// over the metrics that share the run's false-fail budget).
+// Some look must be able to fail at all: at the level each of its tested
+// metrics is judged at (the confidence split over the metrics that share the
+// run's false-fail budget, then spent over a sequential run's looks). A
+// sequential run's strict early looks that cannot fail just extend.
 void check_pairs_reach_level(const Section& s, const Profile& p, int block) {
+  // As the run plans it (gate/sequential_run.cc): paired mode's boundary.
+  SequentialPlan plan{p.repeat.count, p.repeat.max_count, 2};
+  plan.spending = kPairedSpending;
+  plan.discard = p.repeat.discard;
+  plan.block = std::max(block, 1);
   // With paired.block above 1 the test counts launches: blocks with a kept pair.
-  int kept = (p.repeat.count + block - 1) / block - p.repeat.discard / block;
-  SequentialPlan plan{p.repeat.count, p.repeat.max_count, 2};  // as the run plans it
-  double look = plan.look_confidence(p.baseline.confidence);
+  int kept = plan.kept(plan.extends() ? p.repeat.max_count : p.repeat.count);
   int family = family_bound(p.thresholds);
-  double level = family_confidence(look, family);
+  double single = family_confidence(p.baseline.confidence, family);
+  if (plan.kept(p.repeat.count) <= 0 || plan.can_ever_fail(single)) return;
+  // No look is looser than a single look's level: the least any look needs.
+  double level = single;
   int needed = min_pairs_to_reach(level);
-  if (kept <= 0 || kept >= needed) return;
+  // Enough for one look at the whole level, yet the boundary's share at every
+  // look is out of reach: rare (a few looks just past the count one look needs).
+  if (kept >= needed) needed = kept + 1;
   std::string why = percent_text(p.baseline.confidence) + " confidence";
-  if (plan.extends()) why += " split over " + std::to_string(plan.looks()) + " looks";
+  if (plan.extends()) why += " spent over " + std::to_string(plan.looks()) + " looks";
   if (family > 1)
     why += (plan.extends() ? " and " : " shared by ") + std::to_string(family) + " tested metrics";
   char each[32];
@@ -297,7 +306,9 @@ void check_pairs_reach_level(const Section& s, const Profile& p, int block) {
                     why +
                     (level != p.baseline.confidence ? " (" + std::string(each) + " each)" : "") +
                     ", got " + std::to_string(kept) +
-                    (block > 1 ? "" : " (repeat.count - repeat.discard)"));
+                    (block > 1        ? ""
+                     : plan.extends() ? " at its last look (repeat.max_count - repeat.discard)"
+                                      : " (repeat.count - repeat.discard)"));
 }
 
 void check_origin(const Section& b, const std::string& origin, const Profile& p) {

@@ -174,10 +174,14 @@ json shards_json(const std::vector<ShardSummary>& shards) {
 
 // How far a sequential run went and why it stopped.
 json sequential_json(const SequentialSummary& s) {
+  json levels = json::array();
+  for (double level : s.look_levels) levels.push_back(number(level));
   return {{"unit", s.unit},           {"planned", s.planned},
           {"max_count", s.max_count}, {"taken", s.taken},
           {"looks", s.looks},         {"look_confidence_pct", number(s.look_confidence)},
-          {"stopped", s.stopped}};
+          {"stopped", s.stopped},     {"boundary", s.boundary},
+          {"stop_look", s.stop_look}, {"look_levels_pct", levels},
+          {"futility", s.futility}};
 }
 
 // A paired run's other side; null for a run judged against stored runs.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +97,65 @@ TEST_F(SequentialCliTest, ARunTakesBetweenCountAndMaxCountAndSaysWhyItStopped) {
                            "% confidence"),
             std::string::npos)
       << again.out;
+}
+
+// Paired mode against two local demo servers of the same build (an A/A run):
+// the looks judge at the Pocock boundary's levels, and the JSON says which look
+// stopped, at what level, and whether for futility.
+constexpr const char* kPairedProfile = R"({
+  "name": "sequential-paired-cli",
+  "target": { "url": "http://127.0.0.1:${CAND_PORT}/" },
+  "load": { "threads": 1, "connections": 4, "duration": "150ms", "warmup": "0s" },
+  "repeat": { "count": 6, "discard": 0, "max_count": 12 },
+  "paired": { "baseline": { "origin": "http://127.0.0.1:${BASE_PORT}", "commit": "0ld" },
+              "leg_warmup": "0s", "disturbance": "100%" },
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "0%" },
+  "thresholds": { "throughput": { "warn": "3%", "fail": "5%" } }
+})";
+
+TEST(SequentialPairedCliTest, LooksJudgeAtTheBoundaryAndTheJsonSaysWhichStopped) {
+  TempDir dir;
+  auto profile = dir / "paired.json", store = dir / "perfgate.db", json = dir / "result.json";
+  testing::write_file(profile, kPairedProfile);
+  DemoServerProcess cand{{"--delay", "2ms", "--delay-every", "1"}};
+  DemoServerProcess base{{"--delay", "2ms", "--delay-every", "1"}};
+  std::map<std::string, std::string> env{{"CAND_PORT", std::to_string(cand.port())},
+                                         {"BASE_PORT", std::to_string(base.port())}};
+  auto r = testing::run_command({testing::perfgate_binary(), "run", profile.string(), "--store",
+                                 store.string(), "--json", json.string()},
+                                env);
+  ASSERT_NE(r.exit_code, 3) << r.out << r.err;
+  auto ran = nlohmann::json::parse(testing::read_file(json));
+  const auto& seq = ran["sequential"];
+  EXPECT_EQ(seq["unit"], "pairs");
+  EXPECT_EQ(seq["boundary"], "pocock");
+  EXPECT_EQ(seq["looks"], 4);  // 6, 8, 10, 12 pairs
+  ASSERT_EQ(seq["look_levels_pct"].size(), 4u);
+  int look = seq["stop_look"];
+  ASSERT_GE(look, 1);
+  ASSERT_LE(look, 4);
+  EXPECT_EQ(seq["taken"], 6 + 2 * (look - 1));
+  EXPECT_EQ(seq["look_confidence_pct"], seq["look_levels_pct"][look - 1]);
+  for (const auto& level : seq["look_levels_pct"]) EXPECT_GT(level.get<double>(), 95);
+  // One metric: the verdict's level is the stopping look's.
+  EXPECT_NEAR(ran["baseline"]["confidence_pct"].get<double>(),
+              seq["look_confidence_pct"].get<double>(), 1e-3);
+  EXPECT_TRUE(seq["futility"].is_boolean());
+  std::string stopped = seq["stopped"];
+  EXPECT_EQ(seq["futility"].get<bool>(), stopped.rfind("futility after ", 0) == 0) << stopped;
+  EXPECT_NE(r.out.find("pocock alpha-spending boundary"), std::string::npos) << r.out;
+  auto valid = testing::validate_result_json(json);
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+
+  // compare judges the stored run again at the level of the look that stopped it.
+  auto again = testing::run_command({testing::perfgate_binary(), "compare",
+                                     std::to_string(ran["run_id"].get<int64_t>()), "--store",
+                                     store.string(), "--json", json.string()});
+  ASSERT_NE(again.exit_code, 3) << again.out << again.err;
+  auto judged = nlohmann::json::parse(testing::read_file(json));
+  EXPECT_EQ(judged["baseline"]["confidence_pct"], ran["baseline"]["confidence_pct"]);
+  EXPECT_EQ(judged["verdict"], ran["verdict"]);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -111,6 +112,9 @@ struct Judgement {
 /// How sure a relative fail must be.
 struct DecisionSettings {
   double confidence = 95;  // %: the run's whole false-fail budget is 1 - confidence / 100
+  /// A sequential look: maps a metric's single-look level (after the family's
+  /// split) to the level this look judges at (SequentialPlan::look_confidence).
+  std::function<double(double)> look_level = nullptr;
 };
 
 /// The level each of `family` tested metrics is judged at so that the run as a

@@ -50,8 +50,12 @@ struct SequentialSummary {
   int max_count = 0;           // repeat.max_count
   int taken = 0;               // measured, extensions included
   int looks = 0;               // planned looks at the data, over which alpha was split
-  double look_confidence = 0;  // % each look judged at
+  double look_confidence = 0;  // % the look that stopped judged at (Bonferroni: every look)
   std::string stopped;         // "decided after 8 pairs", "max_count 16 reached: ..."
+  std::string boundary = "bonferroni";  // how alpha was spent: also "pocock", "obrien-fleming"
+  int stop_look = 1;                    // 1-based: the look that stopped the run
+  std::vector<double> look_levels;      // % every planned look judges at, in order
+  bool futility = false;                // stopped because a fail was out of reach
 };
 
 /// Everything a reporter needs about one gated run. Reporters are pure

@@ -1,0 +1,51 @@
+#pragma once
+
+// An alpha-spending boundary for a sequential paired run (Lan & DeMets 1983):
+// the one-sided false-fail budget alpha is spent over the looks as a function
+// of the information fraction t = n_k / n_K, and each look's nominal level is
+// the one at which the probability of a fail by that look, under no change,
+// equals what the function has spent by then. The probability is the joint law
+// of the signed-rank statistic of the pair log ratios across the looks, which
+// under no change is distribution-free (ranks of |d| uniformly ordered, signs
+// fair coins): a fixed-seed simulation of it gives the levels, deterministic
+// and computed once per plan. See docs/statistics.md, "Sequential runs".
+
+#include <string>
+#include <vector>
+
+namespace perfgate {
+
+/// How alpha is spent over the looks.
+enum class Spending {
+  kBonferroni,     // alpha / K at every look: valid for any dependence
+  kPocock,         // alpha * ln(1 + (e - 1) t): nearly equal levels
+  kOBrienFleming,  // 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)): strict early, lenient late
+};
+
+const char* to_string(Spending shape);
+
+/// One-sided alpha spent by information fraction t in (0, 1] (t >= 1: all of it).
+double spent_alpha(Spending shape, double alpha, double t);
+
+/// One look of a boundary.
+struct BoundaryLook {
+  int n = 0;                  // values tested at this look (pairs, or blocks)
+  double spent = 0;           // cumulative one-sided alpha spent by this look
+  double confidence_pct = 0;  // the two-sided level this look's interval is built at
+  bool reachable = true;      // false: no fail is possible at this look (it extends)
+};
+
+/// Per-look levels for looks at `ns` values (increasing) with a one-sided
+/// budget of (1 - confidence_pct / 100) / 2, as a fail is one end of a
+/// two-sided interval. Signed-rank (up to kExactMaxPairs values at the last
+/// look) or its normal limit (above), 20,000 simulated sequences from a fixed
+/// seed. Cached: the same arguments return the same table, bit for bit.
+const std::vector<BoundaryLook>& signed_rank_boundary(Spending shape, const std::vector<int>& ns,
+                                                      double confidence_pct);
+
+/// Above this many values at the last look the table uses the normal limit of
+/// the statistic (Brownian motion in the information), as the test itself does
+/// from 50 pairs on.
+inline constexpr int kExactMaxPairs = 100;
+
+}  // namespace perfgate
