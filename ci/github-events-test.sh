@@ -99,6 +99,20 @@ event pull-request 2ms --event pull_request --ref-name 5/merge --ref refs/pull/5
 expect pull-request outputs '^exit-code=[02]$'
 unsaved pull-request
 
+# A fork's pull request: its token is read-only, so no comment (one notice, no
+# error), but the gate runs and its fail stands; nothing is saved.
+event pull-request-fork 6ms --event pull_request --ref-name 7/merge --ref refs/pull/7/merge \
+  --base-ref main --head-ref main --head-repository someone/perfgate \
+  --input mode=stored --input comment=true
+expect pull-request-fork outputs '^exit-code=1$'
+expect pull-request-fork conclusion '^failure$'
+expect pull-request-fork annotations '^::notice title=perfgate::no pull request comment: .*fork someone/perfgate'
+expect pull-request-fork log '^== Comment on the pull request: success$'
+if grep -E '^::(error|warning)' "$work/out/pull-request-fork/annotations" | grep -qi comment; then
+  fail "pull-request-fork: the comment became a warning or an error"
+fi
+unsaved pull-request-fork
+
 event pull-request-target 2ms --event pull_request_target --ref-name main --base-ref main \
   --head-ref feature
 expect pull-request-target annotations '^::error title=perfgate::pull_request_target .*pull_request'
@@ -137,4 +151,24 @@ event push-release-after-accept 6ms --ref-name release-1 --ref refs/heads/releas
 expect push-release-after-accept outputs '^exit-code=[02]$'
 expect push-release-after-accept log "compared with run [0-9]+"
 unsaved push-release-after-accept
+# A maintenance branch whose workflow names itself the default branch
+# (default-branch: release-1) keeps a store of its own, here at 2 ms. A merge queue
+# into it is judged against release-1's runs (its event's merge_group.base_ref),
+# not main's: at 6 ms it fails, where main's accepted 6 ms runs would pass it.
+# Last: from here on release-1's pushes restore release-1's store.
+event push-release-own 2ms --ref-name release-1 --ref refs/heads/release-1 \
+  --input default-branch=release-1
+expect push-release-own outputs '^exit-code=0$'
+saved push-release-own release-1
+release_save=$run_id
+release_run=$(sed -n 's/.*\brun \([0-9]*\), no baseline.*/\1/p' "$work/out/push-release-own/log" | head -n 1)
+[ -n "$release_run" ] || fail "push-release-own: no 'run N, no baseline' line"
+queue=gh-readonly-queue/release-1/pr-6-0123456789abcdef0123456789abcdef01234567
+event merge-group-release 6ms --event merge_group --ref-name "$queue" --ref "refs/heads/$queue" \
+  --queue-base release-1
+expect merge-group-release outputs '^exit-code=1$'
+expect merge-group-release log "^cache restore: $key-release-1-$release_save-1 "
+expect merge-group-release log "compared with run $release_run( |\$)"
+unsaved merge-group-release
+
 echo "github-events-test: every event's verdict and cache effect as expected (${SECONDS}s)"

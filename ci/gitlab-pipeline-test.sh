@@ -96,6 +96,8 @@ perfgate:
     PERFGATE_BUILD_COMMAND: mkdir -p out && cp service-delay out/delay
     PERFGATE_SERVICE_COMMAND: exec perfgate demo-server --port $$PORT --delay $(cat out/delay)
     PERFGATE_PROFILE: perf/stored.json
+perfgate-accept:
+  image: null
 # The project's own tests, without rules, as most projects have them.
 unit-tests:
   image: null
@@ -255,6 +257,22 @@ for event in merged_result merge_train; do
   grep -q "perfgate: paired baseline $target_head" "$work/$event, README-only MR, main slower, paired.log" ||
     fail "$event: the baseline was not the target branch's head $target_head"
 done
+
+# An intended regression on main (its 22 ms service, pushed above): the default
+# branch fails against its 20 ms runs; the manual perfgate-accept job accepts that
+# run in the same cache, and main's next pipeline passes against it.
+git checkout -q main
+expect_pipeline "default branch, regressed" failed fail gcl perfgate
+gcl --manual perfgate-accept perfgate-accept >"$work/accept-unset.log" 2>&1 || true
+grep -q 'perfgate: set PERFGATE_ACCEPT_REASON' "$work/accept-unset.log" ||
+  { tail -30 "$work/accept-unset.log" >&2; fail "perfgate-accept without a reason did not refuse"; }
+gcl --manual perfgate-accept --variable PERFGATE_ACCEPT_REASON="the slower service is intended" \
+  perfgate-accept >"$work/accept.log" 2>&1 || { tail -30 "$work/accept.log" >&2; fail "perfgate-accept failed"; }
+accepted=$(sed -n 's/.*perfgate: run \([0-9]*\) accepted as the baseline of main$/\1/p' "$work/accept.log" | head -n 1)
+[ -n "$accepted" ] || { tail -30 "$work/accept.log" >&2; fail "perfgate-accept accepted no run"; }
+expect_pipeline "default branch, after accept" "success warning" "pass warn" gcl perfgate
+grep -Eq "compared with run $accepted( |\$)" "$work/default branch, after accept.log" ||
+  fail "main's run after accept was not judged against the accepted run $accepted"
 
 # Sharded: one service every shard loads, 3 shards, one merge.
 git checkout -q main

@@ -162,6 +162,20 @@ for (const file of args) {
         check(false, `${file}: ${name} needs ${need.job} without its artifacts`);
   }
 
+  // An accept job works on its gating job's cached store: the same cache key (the
+  // gating job's name slug, as GitLab makes it for a plain job name).
+  for (const [name, job] of Object.entries(resolved).filter(([n]) => n.endsWith("-accept"))) {
+    const gate = job.variables?.PERFGATE_GATE_JOB;
+    check(gate in resolved, `${file}: ${name}'s PERFGATE_GATE_JOB names no job (${gate})`);
+    const gateKey = String(resolved[gate]?.cache?.key ?? "").replace("$CI_JOB_NAME_SLUG", gate);
+    const ownKey = String(job.cache?.key ?? "").replace("$PERFGATE_GATE_JOB", gate);
+    check(gateKey !== "" && gateKey === ownKey,
+          `${file}: ${name}'s cache key ${ownKey} is not ${gate}'s ${gateKey}`);
+    check(job.cache?.policy === "pull-push", `${file}: ${name} does not push the accepted store`);
+    const when = presence(job, PIPELINES["push to the default branch"], !!doc.workflow?.rules);
+    check(when === "manual", `${file}: ${name} is ${when} on the default branch, not manual`);
+  }
+
   // The including project's own job, without rules (as most projects' tests are).
   const USER_JOB = "user-tests";
   const workflowRules = doc.workflow?.rules;
@@ -183,11 +197,14 @@ for (const file of args) {
       for (const need of needsOf(resolved[name]))
         check(need.optional || need.job in present,
               `${file}: in a ${pipeline} pipeline ${name} needs ${need.job}, which is not in it`);
+    // The accept job (an intended regression's new baseline) changes the default
+    // branch's store: on the default branch only, and only by hand.
+    const gating = visible.filter((name) => !name.endsWith("-accept"));
     const expected = {
       "push to the default branch": visible,
-      "push to a branch": visible,
+      "push to a branch": gating,
       "push to a branch with an open merge request": [],  // the merge request pipeline runs them
-      "merge request": visible,
+      "merge request": gating,
       "tag": [],
     }[pipeline];
     check(JSON.stringify(Object.keys(present).sort()) === JSON.stringify([...expected].sort()),

@@ -14,7 +14,8 @@ starts with a restore key; a key is never saved twice), actions/upload-artifact
 copies to STATE/artifacts (a name is uploaded once), anything else is skipped.
 
 Usage: run-action.py ROOT ACTION_DIR STATE OUT [--event NAME] [--ref-name R]
-         [--base-ref B] [--run-id N] [--input NAME=VALUE]...
+         [--base-ref B] [--queue-base B] [--head-repository OWNER/NAME]
+         [--run-id N] [--input NAME=VALUE]...
          [--host --workspace DIR --temp DIR --path DIR --skip-step NAME]
 ACTION_DIR, STATE and the workspace (ROOT/gh/workspace) are paths in the root.
 With --host (ROOT is then ignored) the steps run on this machine, not in a chroot:
@@ -370,10 +371,14 @@ def event_payload(args):
         return {"schedule": "17 3 * * *"}  # GitHub's schedule payload has no repository
     event = {"repository": {"default_branch": args.default_branch}}
     if args.event == "merge_group":
-        event["merge_group"] = {"base_ref": f"refs/heads/{args.default_branch}",
+        target = args.queue_base or args.default_branch
+        event["merge_group"] = {"base_ref": f"refs/heads/{target}",
                                 "head_ref": f"refs/heads/{args.ref_name}"}
     if args.event in ("pull_request", "pull_request_target"):
-        event["pull_request"] = {"base": {"ref": args.base_ref}, "head": {"ref": args.head_ref}}
+        head_repo = args.head_repository or args.repository
+        event["pull_request"] = {
+            "base": {"ref": args.base_ref, "repo": {"full_name": args.repository}},
+            "head": {"ref": args.head_ref, "repo": {"full_name": head_repo}}}
     if args.event == "workflow_dispatch":
         event["inputs"] = {}
     return event
@@ -397,6 +402,8 @@ def main():
     p.add_argument("--server-url", default="file:///gh/releases")
     p.add_argument("--input", action="append", default=[])
     p.add_argument("--default-branch", default="main", help="the repository's, in the event")
+    p.add_argument("--queue-base", default="", help="a merge group's target branch (default: the default branch)")
+    p.add_argument("--head-repository", default="", help="a pull request's head repository (a fork's)")
     p.add_argument("--host", action="store_true", help="no chroot: run the steps here")
     p.add_argument("--workspace", default="/gh/workspace")
     p.add_argument("--temp", default="/gh/temp")

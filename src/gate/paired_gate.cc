@@ -11,12 +11,20 @@
 
 #include "gate_pipeline.h"
 #include "pair_screening.h"
+#include "perfgate/host/shared_executable.h"
 #include "sequential_run.h"
 
 namespace perfgate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The PATH a service's command is looked up in: its own env's, else perfgate's.
+std::string service_path(const ServiceSpec& service, const EnvLookup& env) {
+  for (const auto& [name, value] : service.env)
+    if (name == "PATH") return value;
+  return env("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+}
 
 // Both sides of a paired run share one key in the store: unique per run, and
 // stable through store export and import, unlike row ids.
@@ -297,10 +305,19 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
                     measurer,
                     stop};
     auto doctor_warnings = preflight(profile);
+    // Before the load: one installed program on both sides is an A/A run.
+    std::optional<std::string> shared_exe;
+    if (profile.service && c.base_profile.service)
+      shared_exe = shared_installed_executable(*profile.service, *c.base_profile.service,
+                                               service_path(*profile.service, env));
     std::vector<std::string> screening_notes;
     PairedState s = measure_and_screen(c, screening_notes);
     auto sequential = extend_while_undecided(c, plan, s);
     GateResult r = paired_result(c, s, options, screening_notes, sequential);
+    if (shared_exe) {
+      r.notes.push_back(shared_executable_warning(*shared_exe));
+      r.warnings.push_back(r.notes.back());
+    }
     r.host_summary.doctor_warnings = doctor_warnings;
     r.duration_s = to_seconds(Clock::now() - started);
     gate.write(r, out);

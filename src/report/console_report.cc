@@ -151,7 +151,10 @@ std::string facts(const GateResult& r) {
 
 std::string notes(const GateResult& r) {
   std::string text;
-  for (const auto& note : r.notes) text += "note: " + one_line(note) + "\n";
+  for (const auto& note : r.notes) {
+    bool warning = std::find(r.warnings.begin(), r.warnings.end(), note) != r.warnings.end();
+    text += (warning ? "warning: " : "note: ") + one_line(note) + "\n";
+  }
   if (r.saturation.saturated && r.saturation.reasons.empty())
     text += "saturated: the load machine was the bottleneck\n";
   for (const auto& reason : r.saturation.reasons) text += "saturated: " + one_line(reason) + "\n";

@@ -1,5 +1,7 @@
 #include "perfgate/report/github_annotations.h"
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -91,7 +93,10 @@ std::string github_annotations(const GateResult& r) {
                           "inconclusive, the load machine was the bottleneck: " + reasons);
   }
   const char* note_level = explained(r) ? "notice" : level_of(r.verdict);
-  for (const auto& note : r.notes) out += github_command(note_level, prefix + "note", note);
+  for (const auto& note : r.notes) {
+    bool warning = std::find(r.warnings.begin(), r.warnings.end(), note) != r.warnings.end();
+    out += github_command(warning ? "warning" : note_level, prefix + "note", note);
+  }
   return out;
 }
 

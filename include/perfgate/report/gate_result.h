@@ -78,9 +78,10 @@ struct GateResult {
 
   Verdict verdict = Verdict::kPass;
   ExitStatus exit_code = ExitStatus::kPass;
-  std::vector<MetricCheck> checks;  // every metric; `gated` ones are checks
-  std::vector<std::string> notes;   // "no baseline yet: this run becomes the baseline"
-  std::string error;                // set when verdict is error
+  std::vector<MetricCheck> checks;    // every metric; `gated` ones are checks
+  std::vector<std::string> notes;     // "no baseline yet: this run becomes the baseline"
+  std::vector<std::string> warnings;  // notes that are annotated as warnings, whatever the verdict
+  std::string error;                  // set when verdict is error
 
   Saturation saturation;
   HostFingerprint host;
