@@ -31,6 +31,9 @@
 #                               sides' windows at the same moments); "alternate duet" runs
 #                               each paired run once per schedule, interleaved, reported as
 #                               conditions COND@alternate and COND@duet
+#   CALIBRATE=0                 stored rows: after seeding, `perfgate calibrate --runs N` of the
+#                               unchanged build fills the store's noise pool (docs/statistics.md,
+#                               "A young store"), as docs/ci.md advises for a new store
 #   OUT=dir                     keep every run's JSON and console output here
 #   RESUME=1 OUT=dir            skip the rows already complete in dir: the table in parts
 #
@@ -247,6 +250,14 @@ scenario() {
       "$code" "$sat" "$(jq -r '.metrics.throughput_rps.value // "-"' "$out/$sc-seed$tries.json" 2>/dev/null)" >&2
   done
   [ "$accepted" -ge "$SEED" ] || echo "gate_accuracy.sh: $sc: only $accepted of $SEED seed runs accepted" >&2
+  if [ "${CALIBRATE:-0}" -gt 0 ]; then
+    GA_PORT="$port" GA_BASE_PORT="$base_port" GA_DELAY="$unchanged_delay" GA_TAIL_DELAY=0s \
+      GA_TAIL_EVERY=0 GA_WORK="$unchanged_work" "$PERFGATE" calibrate "$out/${PROFILE_FILE:-profile.json}" \
+      --store "$store" --runs "$CALIBRATE" --branch main --commit calibrate --json "$out/$sc-calibrate.json" \
+      >"$out/$sc-calibrate.out" 2>"$out/$sc-calibrate.err"
+    code=$?
+    printf '[%s] %-5s calibrate: %s runs, exit %s\n' "$(date +%T)" "$sc" "$CALIBRATE" "$code" >&2
+  fi
   echo "$accepted" >"$out/$sc.seeded"
   echo "$runs" >"$out/$sc.runs"
   if [ -n "${FOUND:-}" ] && [ "$work" != "$unchanged_work" ]; then
