@@ -62,6 +62,14 @@ double level_for(int n, int r) {
   return 100 * (1 - 2 * (1 - stats::normal_cdf(z)));
 }
 
+// One independent, fixed-seed stream per simulated sequence: the same table on
+// every platform and every run.
+std::vector<Bits> seeded_streams() {
+  std::vector<Bits> bits(kSequences);
+  for (int s = 0; s < kSequences; ++s) bits[s].state = kSeed ^ (0x632be59bd9b4e019ULL * (s + 1));
+  return bits;
+}
+
 // The joint law of the signed-rank sums at the looks, simulated: per sequence
 // the |d| are uniform (only their order matters) and the signs fair; V is the
 // sum of the ranks of the positive ones, kept up to date as values arrive.
@@ -71,8 +79,7 @@ std::vector<BoundaryLook> exact_boundary(Spending shape, const std::vector<int>&
   std::vector<std::vector<char>> positive(kSequences);
   std::vector<long> v(kSequences, 0);
   std::vector<char> failed(kSequences, 0);
-  std::vector<Bits> bits(kSequences);
-  for (int s = 0; s < kSequences; ++s) bits[s].state = kSeed ^ (0x632be59bd9b4e019ULL * (s + 1));
+  std::vector<Bits> bits = seeded_streams();
   int fails = 0, have = 0;
   std::vector<BoundaryLook> looks;
   for (size_t k = 0; k < ns.size(); ++k) {
@@ -127,8 +134,7 @@ std::vector<BoundaryLook> normal_boundary(Spending shape, const std::vector<int>
   int last = ns.back();
   std::vector<double> sum(kSequences, 0);
   std::vector<char> failed(kSequences, 0);
-  std::vector<Bits> bits(kSequences);
-  for (int s = 0; s < kSequences; ++s) bits[s].state = kSeed ^ (0x632be59bd9b4e019ULL * (s + 1));
+  std::vector<Bits> bits = seeded_streams();
   int fails = 0, have = 0;
   std::vector<BoundaryLook> looks;
   for (int n : ns) {
