@@ -142,6 +142,29 @@ double service_cpu_per_request(const nlohmann::json& result) {
   return result["metrics"]["service_cpu_us_per_request"]["value"].get<double>();
 }
 
+// The bench's found service (issue 27): one event-loop thread serving every
+// connection, started outside perfgate; perfgate finds it and places its thread.
+TEST_F(AttributionCliTest, ASingleThreadServerIsFoundAndItsPlacementMeasured) {
+  testing::CommandResult r;
+  OutsideProcess server(demo_server({"--work", "20us", "--single-thread"}), port_file_);
+  auto result = run(server.port(), profile_text(kNoSaturation), r);
+  ASSERT_FALSE(result.is_null()) << r.err;
+  EXPECT_NE(r.exit_code, 3) << r.err;
+  EXPECT_EQ(result["load_machine"]["service"]["pid"].get<int>(), server.pid());
+  EXPECT_GT(result["load"]["responses"].get<double>(), 0) << result.dump(2);
+  // Its busy thread is known, so the share of samples with load and service on one CPU is.
+  EXPECT_TRUE(result["load_machine"]["shared_cpu_pct"].is_number())
+      << result["load_machine"].dump(2);
+  EXPECT_GT(service_cpu_per_request(result), 20.0);  // at least the work it burns
+  // However many connections the load opened, the server kept one serving thread:
+  // its main thread and the event loop.
+  size_t threads = 0;
+  for (const auto& entry :
+       fs::directory_iterator("/proc/" + std::to_string(server.pid()) + "/task"))
+    threads += entry.exists();
+  EXPECT_LE(threads, 2u);
+}
+
 TEST_F(AttributionCliTest, BackgroundServerIsFoundByItsListenerAndItsCostFollowsItsWork) {
   testing::CommandResult r;
   double light = 0;
