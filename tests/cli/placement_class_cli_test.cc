@@ -35,13 +35,16 @@ class PlacementClassCliTest : public ::testing::Test {
     for (pid_t child : testing::children_of(getpid()))
       if (testing::cmdline_has(child, "demo-server")) service_ = child;
     ASSERT_GT(service_, 0);
+    // A run is placed from 20 host samples on (kMinPlacementSamples). Sampling
+    // every 10ms over 1.5 s of windows leaves room for a sampler slowed fourfold
+    // on a crowded CPU: under ASan beside a busy neighbour, 20ms over 0.9 s gave 19.
     testing::write_file(dir_ / "profile.json", R"({
       "name": "placement-class", "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
-      "load": { "threads": 1, "connections": 4, "duration": "300ms", "warmup": "200ms" },
+      "load": { "threads": 1, "connections": 4, "duration": "500ms", "warmup": "200ms" },
       "repeat": { "count": 3, "discard": 0 },
       "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
                       "steal": "100%", "memory_available": "0%",
-                      "interval": "20ms" },
+                      "interval": "10ms" },
       "placement": "off" })");
   }
 

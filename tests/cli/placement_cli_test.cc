@@ -69,13 +69,16 @@ class PlacementCliTest : public ::testing::Test {
   nlohmann::json run(const std::string& placement, testing::CommandResult& r, Observed* seen,
                      const std::vector<std::string>& prefix = {}) {
     auto port = std::to_string(testing::unused_port());
+    // A run is placed from 20 host samples on (kMinPlacementSamples). Sampling
+    // every 10ms over 1.5 s of windows leaves room for a sampler slowed fourfold
+    // on a crowded CPU: under ASan beside a busy neighbour, 20ms over 0.9 s gave 19.
     testing::write_file(dir_ / "profile.json", R"({
       "name": "placement", "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
-      "load": { "threads": 1, "connections": 4, "duration": "300ms", "warmup": "200ms" },
+      "load": { "threads": 1, "connections": 4, "duration": "500ms", "warmup": "200ms" },
       "repeat": { "count": 3, "discard": 0 },
       "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
                       "steal": "100%", "memory_available": "0%",
-                      "interval": "20ms" },
+                      "interval": "10ms" },
       "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${TARGET_PORT}",
                                "--work", "20us"],
                    "ready_url": "http://127.0.0.1:${TARGET_PORT}/health" })" +
