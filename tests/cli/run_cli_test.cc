@@ -67,7 +67,8 @@ class RunCliTest : public ::testing::Test {
 
 TEST_F(RunCliTest, UnchangedSecondRunPassesAgainstTheFirst) {
   DemoServerProcess server(kSteady);
-  ASSERT_EQ(run(server.port()).exit_code, 0);
+  auto first = run(server.port());
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   auto json_path = dir_ / "result.json";
   // Unpinned on 2 cores, the second run may land in the other placement class
   // and be inconclusive (placement_class_cli_test.cc); this test is about the
