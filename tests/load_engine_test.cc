@@ -4,12 +4,16 @@
 
 #include <functional>
 #include <limits>
+#include <memory>
+#include <new>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "perfgate/core/error.h"
 #include "perfgate/load/demo_server.h"
 #include "perfgate/load/http_request.h"
+#include "perfgate/load/run_windows.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -218,6 +222,56 @@ TEST(LoadEngine, HugeWeightsShareTheMixInsteadOfOverflowing) {
   TargetSpec endless;
   endless.weight = std::numeric_limits<double>::infinity();
   EXPECT_THROW(WeightedRoundRobin({a, endless}), Error);
+}
+
+
+// A load thread as the engines' workers are, reduced to what run_load_threads
+// looks at: it closes the warm-up, then either runs until told to stop or runs
+// out of memory.
+class FakeLoadThread {
+ public:
+  explicit FakeLoadThread(bool throws) : throws_(throws) {}
+  void run(std::chrono::steady_clock::time_point, const std::atomic<bool>& stop,
+           const std::atomic<bool>& abort) {
+    closed_ = 1;
+    if (throws_) throw std::bad_alloc();
+    // Bounded, like every load loop: a run that never stops it fails the test.
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!stop && !abort && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    saw_abort_ = abort.load();
+    finished_ = true;
+  }
+  int closed_slots() const { return closed_; }
+  bool finished() const { return finished_; }
+  const IterationStats& slot(int) const { return stats_; }
+  bool saw_abort() const { return saw_abort_; }
+
+ private:
+  bool throws_;
+  std::atomic<int> closed_{0};
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> saw_abort_{false};
+  IterationStats stats_;
+};
+
+TEST(LoadEngine, AThreadThatRunsOutOfMemoryStopsTheOthersAndTheCallerGetsItsError) {
+  std::vector<std::unique_ptr<FakeLoadThread>> workers;
+  workers.push_back(std::make_unique<FakeLoadThread>(false));
+  workers.push_back(std::make_unique<FakeLoadThread>(true));
+  LoadPlan plan;
+  plan.threads = 2;
+  plan.connections = 2;
+  plan.iterations = 3;
+  std::atomic<bool> stop{false};
+  int reported = 0;
+  // Before, the exception left its thread and std::terminate ended perfgate
+  // with "terminate called after throwing an instance of 'std::bad_alloc'".
+  EXPECT_THROW(run_load_threads(workers, plan, "fake", stop, [&](const Iteration&) { ++reported; }),
+               std::bad_alloc);
+  EXPECT_TRUE(workers[0]->saw_abort());
+  EXPECT_TRUE(workers[0]->finished());
+  EXPECT_EQ(reported, 0);
 }
 
 }  // namespace

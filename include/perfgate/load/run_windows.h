@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,12 +52,13 @@ namespace detail {
 inline constexpr std::chrono::milliseconds kCallerTick{5};
 
 // Waits until every thread has closed `slot`; false when one finished before
-// that (stopped early), so the window is incomplete and not reported.
+// that (stopped early) or failed, so the window is incomplete and not reported.
 template <LoadThread W>
-bool wait_for_slot(const std::vector<std::unique_ptr<W>>& workers, int slot) {
+bool wait_for_slot(const std::vector<std::unique_ptr<W>>& workers, int slot,
+                   const std::atomic<bool>& failed) {
   for (const auto& w : workers) {
     while (w->closed_slots() <= slot) {
-      if (w->finished() && w->closed_slots() <= slot) return false;
+      if (failed || (w->finished() && w->closed_slots() <= slot)) return false;
       std::this_thread::sleep_for(kCallerTick);
     }
   }
@@ -76,7 +78,10 @@ IterationStats merge_slot(const std::vector<std::unique_ptr<W>>& workers, int sl
 /// up) and reports each iteration through `on_iteration` as soon as every
 /// thread has closed it, while the next one is already being measured. The
 /// workers were built on the caller's thread, so a setup failure is an Error
-/// before any thread starts.
+/// before any thread starts. A thread that throws (std::bad_alloc mid-run) stops
+/// the others, and its exception is rethrown here once all have joined: thrown
+/// out of a thread it would end the process in std::terminate, with no line
+/// a user could act on.
 template <LoadThread W>
 LoadResult run_load_threads(std::vector<std::unique_ptr<W>>& workers, const LoadPlan& plan,
                             std::string engine, const std::atomic<bool>& stop,
@@ -87,13 +92,23 @@ LoadResult run_load_threads(std::vector<std::unique_ptr<W>>& workers, const Load
   result.connections = plan.connections;
   // Set when the callback throws: the threads stop too.
   std::atomic<bool> abort{false};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> failures(workers.size());
   const auto t0 = std::chrono::steady_clock::now();
   {
     std::vector<std::jthread> threads;
     try {
-      for (auto& w : workers)
-        threads.emplace_back([&w, t0, &stop, &abort] { w->run(t0, stop, abort); });
-      for (int i = 0; i < plan.iterations && detail::wait_for_slot(workers, i + 1); ++i) {
+      for (size_t k = 0; k < workers.size(); ++k)
+        threads.emplace_back([&, k] {
+          try {
+            workers[k]->run(t0, stop, abort);
+          } catch (...) {
+            failures[k] = std::current_exception();
+            abort = true;
+            failed = true;
+          }
+        });
+      for (int i = 0; i < plan.iterations && detail::wait_for_slot(workers, i + 1, failed); ++i) {
         Iteration it;
         it.index = i;
         it.discarded = i < plan.discard;
@@ -108,6 +123,8 @@ LoadResult run_load_threads(std::vector<std::unique_ptr<W>>& workers, const Load
       throw;  // the jthreads join on the way out
     }
   }
+  for (const auto& e : failures)
+    if (e) std::rethrow_exception(e);
   result.warmup = detail::merge_slot(workers, 0);
   if constexpr (requires(const W& w) { w.in_flight(); }) {
     result.in_flight_at_end = 0;
