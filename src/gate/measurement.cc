@@ -1,6 +1,7 @@
 #include "measurement.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,11 +11,14 @@
 #include <exception>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <thread>
 
+#include "perfgate/core/units.h"
 #include "perfgate/gate/progress.h"
 #include "perfgate/host/placement.h"
+#include "perfgate/host/proc_reader.h"
 #include "perfgate/host/saturation.h"
 #include "perfgate/host/service_discovery.h"
 #include "perfgate/host/service_process.h"
@@ -139,6 +143,34 @@ std::unique_ptr<PinnedTrees> pin_watched(const Placement& placement, const Servi
   spdlog::info("placement: {} threads of the watched service pinned to CPUs {} for the run",
                pinned->threads(), format_cpu_list(placement.service));
   return pinned;
+}
+
+// What this process can still be given: the machine's available memory and
+// free swap, or less under an address-space limit (ulimit -v).
+uint64_t memory_at_hand() {
+  uint64_t bytes = std::numeric_limits<uint64_t>::max();
+  if (auto mem = ProcReader("/").memory())
+    bytes = (mem->available_kib + mem->swap_free_kib) * uint64_t{1024};
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    bytes = std::min<uint64_t>(bytes, limit.rlim_cur);
+  return bytes;
+}
+
+// Refused before any service starts: a plan whose windows alone need more than
+// the machine has would end in "out of memory" after the load began, or in the
+// OOM killer (1024 threads x 10,000 windows asked for 626 GiB).
+void check_memory_floor(const LoadPlan& plan, int loads_at_once) {
+  auto floor = load_memory_floor(plan);
+  auto need = static_cast<double>(floor.total()) * loads_at_once;
+  auto have = static_cast<double>(memory_at_hand());
+  if (need <= have) return;
+  auto bytes = [](double b) { return format_binary(b) + "iB"; };  // "64.00KiB"
+  throw Error("the load needs at least " + bytes(need) + " of memory before its first request (" +
+              std::to_string(floor.windows) + " windows of " +
+              bytes(static_cast<double>(floor.per_window_bytes)) +
+              " each: (load.threads + 1) x (repeat.count + 1)), and this machine has " +
+              bytes(have) + " to give: fewer load.threads or a smaller repeat.count");
 }
 
 // One side's leg of a duet: both legs wait for each other before their load
@@ -412,11 +444,12 @@ Measurement measure_load(const Profile& profile, const std::atomic<bool>& stop,
                          std::optional<WallTime> start_at) {
   Measurement m;
   std::optional<std::string> death;
+  auto plan = plan_from_profile(profile);
+  check_memory_floor(plan, 1);
   auto placement = resolve_placement(profile);
   {
     auto service = start_service(profile, stop, placement);
     LoadGuard guard(stop, service.get());
-    auto plan = plan_from_profile(profile);
     auto found = attributed_service(profile, service.get());
     auto pinned = pin_watched(placement, found, service.get());
     auto progress = make_progress(plan.iterations, plan.warmup + plan.duration * plan.iterations);

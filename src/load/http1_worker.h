@@ -153,7 +153,7 @@ class Http1Worker {
   // Deadlines are scanned this often instead of arming a timer per request: a
   // timeout noticed 10 ms late costs nothing, a timer syscall per request does.
   static constexpr std::chrono::milliseconds kDeadlineScan{10};
-  static constexpr size_t kReadBufferBytes = 64 * 1024;
+  static constexpr size_t kReadBufferBytes = kNativeReadBufferBytes;
   static constexpr int kMaxEvents = 256;
 
   enum class Phase { resting, waiting, connecting, ready, busy };

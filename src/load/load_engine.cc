@@ -31,6 +31,19 @@ LoadPlan plan_from_profile(const Profile& profile) {
   return plan;
 }
 
+LoadMemoryFloor load_memory_floor(const LoadPlan& plan) {
+  LoadMemoryFloor floor;
+  floor.per_window_bytes = 2 * LatencyHistogram::kBucketCount * sizeof(uint64_t);
+  // Each thread's slots (the warm-up and every window), and the run's merged ones.
+  auto slots = static_cast<uint64_t>(plan.iterations) + 1;
+  floor.windows = (static_cast<uint64_t>(plan.threads) + 1) * slots;
+  // The native engine's read buffer a thread; the curl engine's are libcurl's.
+  floor.other_bytes = static_cast<uint64_t>(plan.threads) * kNativeReadBufferBytes;
+  if (plan.mix.empty()) floor.other_bytes += plan.target.body.size();
+  for (const auto& entry : plan.mix) floor.other_bytes += entry.body.size();
+  return floor;
+}
+
 bool native_engine_serves(const TargetSpec& target) {
   return starts_with_nocase(target.url, "http://") && target.http_version != "2";
 }

@@ -103,6 +103,32 @@ TEST(HostileProfileLimits, RunningOutOfMemoryIsOneLineInPerfgatesWords) {
   EXPECT_EQ(lines_of(r.err), 1) << r.err;
 }
 
+TEST(HostileProfileLimits, ALoadTooLargeForTheMachineIsRefusedBeforeItsServiceStarts) {
+  // Valid keys, each within its range: 1024 threads x 10,000 windows hold 64 KiB
+  // of histograms a window, 626 GiB before the first request. It used to end in
+  // std::bad_alloc once the service was up and the load had begun.
+  TempDir dir;
+  auto started = dir / "service-started";
+  nlohmann::json profile = {
+      {"name", "too-big"},
+      {"target", {{"url", "http://127.0.0.1:" + std::to_string(testing::unused_port()) + "/"}}},
+      {"load", {{"threads", 1024}, {"connections", 1024}, {"duration", "1s"}}},
+      {"repeat", {{"count", 10000}, {"discard", 0}}},
+      {"service", {{"command", {"/bin/sh", "-c", "touch '" + started.string() + "'; sleep 5"}}}}};
+  testing::write_file(dir / "p.json", profile.dump(2));
+  auto store = dir / "perfgate.db";
+  auto r = perfgate({"run", (dir / "p.json").string(), "--store", store.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(lines_of(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("perfgate: error: the load needs at least 625.74GiB of memory before its "
+                       "first request (10251025 windows of 64.00KiB each"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("fewer load.threads or a smaller repeat.count"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(started)) << "the service was started";
+  EXPECT_FALSE(fs::exists(store));
+}
+
 // A stored run whose commit and branch hold what a table cannot show.
 class HistoryImportCliTest : public ::testing::Test {
  protected:

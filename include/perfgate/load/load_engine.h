@@ -30,6 +30,22 @@ struct LoadPlan {
 
 LoadPlan plan_from_profile(const Profile& profile);
 
+/// The least memory the engines hold for `plan` before its first request: per
+/// thread, a window's figures (two latency histograms) for every window of the
+/// run and a read buffer; the run's merged windows; each request's bytes once.
+/// A floor, not an estimate (socket buffers, libcurl's and the connections'
+/// own state come on top), so that a plan refused for it surely could not run.
+/// What the native engine reads into, a buffer per thread.
+inline constexpr size_t kNativeReadBufferBytes = 64 * 1024;
+
+struct LoadMemoryFloor {
+  uint64_t per_window_bytes = 0;  // one window's figures
+  uint64_t windows = 0;           // held at once, over all threads and the merged run
+  uint64_t other_bytes = 0;       // read buffers and request bytes
+  uint64_t total() const { return per_window_bytes * windows + other_bytes; }
+};
+LoadMemoryFloor load_memory_floor(const LoadPlan& plan);
+
 /// Called after each timed iteration ends, from the engine's calling thread.
 using IterationCallback = std::function<void(const Iteration&)>;
 
