@@ -540,8 +540,14 @@ TEST(CiTemplatesTest, TheShardedWorkflowRunsAMatrixOfShardsThenMerges) {
     EXPECT_NE(merge_run.find(needle), std::string::npos) << needle;
   // perfgate writes the step summary itself, --summary or not.
   EXPECT_EQ(merge_run.find("GITHUB_STEP_SUMMARY"), std::string::npos);
-  EXPECT_NE(workflow["concurrency"]["group"].get<std::string>().find("github.ref"),
-            std::string::npos);
+  // One group for every run that loads the shared service, not one per ref: two
+  // pull requests' runs would load it at once. Never cancelled in progress, since
+  // the run in progress may be another branch's.
+  auto group = workflow["concurrency"]["group"].get<std::string>();
+  EXPECT_EQ(group.find("github.ref"), std::string::npos) << group;
+  EXPECT_EQ(group.find("head_ref"), std::string::npos) << group;
+  EXPECT_NE(group.find("vars.PERFGATE_SHARED_SERVICE"), std::string::npos) << group;
+  EXPECT_EQ(workflow["concurrency"]["cancel-in-progress"], false);
   EXPECT_TRUE(fs::exists(testing::source_dir() / workflow["env"]["PROFILE"].get<std::string>()));
 }
 
