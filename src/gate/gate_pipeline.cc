@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <ctime>
 
 #include "perfgate/gate/store_access.h"
@@ -48,19 +49,30 @@ GateRun::GateRun(const RunOptions& options, const Profile* profile, const EnvLoo
   guard_.store(options.store_path).input(options.profile_path, "the profile");
 }
 
-void GateRun::check_outputs() const {
-  const std::pair<const fs::path*, const char*> outputs[] = {
-      {&options_.junit_path, "--junit"},
-      {&options_.json_path, "--json"},
-      {&options_.summary_path, "--summary"},
-      {&options_.gitlab_load_performance_path, "--gitlab-load-performance"},
-      {&options_.openmetrics_path, "--openmetrics"}};
-  for (const auto& [path, flag] : outputs) {
+namespace {
+
+// The report files a run writes, with the flag that names each.
+std::array<std::pair<fs::path*, const char*>, 5> report_outputs(RunOptions& options) {
+  return {{{&options.junit_path, "--junit"},
+           {&options.json_path, "--json"},
+           {&options.summary_path, "--summary"},
+           {&options.gitlab_load_performance_path, "--gitlab-load-performance"},
+           {&options.openmetrics_path, "--openmetrics"}}};
+}
+
+}  // namespace
+
+void GateRun::check_outputs() {
+  RunOptions options = options_;
+  for (const auto& [path, flag] : report_outputs(options)) {
+    refused_output_ = flag;
     guard_.check(*path, flag);
     check_output_writable(*path, flag);
   }
+  refused_output_ = "GITHUB_STEP_SUMMARY";
   guard_.check(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
   check_append_writable(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
+  refused_output_.clear();
   if (options_.record && !options_.shard) check_store_writable(options_.store_path);
 }
 
@@ -78,8 +90,14 @@ ExitStatus GateRun::guarded(const std::function<ExitStatus()>& body) {
     r.verdict = Verdict::kError;
     r.exit_code = ExitStatus::kError;
     r.error = e.what();
+    // An output refused before the load is left out: the error already names
+    // it, and writing it would only fail again, as a second line.
+    RunOptions options = options_;
+    for (const auto& [path, flag] : report_outputs(options))
+      if (refused_output_ == flag) path->clear();
+    if (refused_output_ == "GITHUB_STEP_SUMMARY") r.ci.summary_path.clear();
     try {
-      write_reports(options_, guard_, r, nullptr);
+      write_reports(options, guard_, r, nullptr);
     } catch (const std::exception& report_error) {
       spdlog::warn("{}", report_error.what());
     }

@@ -53,7 +53,7 @@ class GateRun {
   OutputGuard& guard() { return guard_; }
   /// Every output, the step summary and the store, checked before any work:
   /// a run must not be measured and recorded, then fail on a file.
-  void check_outputs() const;
+  void check_outputs();
   /// The load's shape, for the error reports of a run that fails after it.
   void loaded(const LoadResult& load);
   /// Runs `body`; when it throws Error, writes the error reports, then rethrows.
@@ -65,6 +65,7 @@ class GateRun {
   const RunOptions& options_;
   GateResult partial_;
   OutputGuard guard_;
+  std::string refused_output_;  // the flag of the output check_outputs() refused
 };
 
 /// The result's fields that come from the run and its judgement: profile,

@@ -141,5 +141,26 @@ TEST_F(SpecialFileCliTest, AFifoAsTheStoreIsRefusedBeforeOpen) {
   }
 }
 
+// Issue 28, "errors printed twice": an output refused before the load was
+// refused again, as a warning, when the run's error reports were written to
+// the same outputs. At the default log level, the user reads it once.
+TEST_F(SpecialFileCliTest, AnUnwritableOutputIsSaidOnceAtTheDefaultLogLevel) {
+  testing::write_file(dir_ / "profile.json",
+                      R"({"name": "once", "target": {"url": "http://127.0.0.1:)" +
+                          std::to_string(testing::unused_port()) + R"(/"}})");
+  const std::string nowhere = (dir_ / "no-such-folder" / "x" / "result").string();
+  fs::create_directories(dir_ / "no-such-folder");
+  testing::write_file(dir_ / "no-such-folder" / "x", "a file, not a folder");
+  for (const std::string flag : {"--json", "--junit", "--summary"}) {
+    auto r = testing::run_command({testing::perfgate_binary(), "run",
+                                   (dir_ / "profile.json").string(), "--store", store_.string(),
+                                   flag, nowhere},
+                                  {}, {}, 30);
+    EXPECT_EQ(r.exit_code, 3) << flag << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1u) << flag << ": " << r.err;
+    EXPECT_NE(r.err.find(flag + ": cannot write " + nowhere), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace perfgate
