@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 #include <optional>
 
@@ -18,7 +17,6 @@
 #include "perfgate/report/openmetrics_report.h"
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/baseline_store.h"
-#include "perfgate/store/stored_run.h"
 #include "sequential_run.h"
 
 namespace perfgate {
@@ -26,17 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures& now,
-                  const BaselineSelection& selection,
-                  const std::function<double(double)>& look_level = {}) {
-  const auto& base = selection.baseline;
-  const auto& drift = selection.drift_reference;
-  auto judgement =
-      judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
-            {profile.baseline.confidence, look_level}, drift ? &drift->sample : nullptr);
-  return assemble(profile, rec, judgement, selection);
-}
 
 // One look of a sequential run: judged at the plan's stricter level, then
 // whether to measure more.
@@ -67,18 +54,6 @@ void warn_without_baseline(const RunOptions& options, const CiContext& ci, GateR
   }
 }
 
-// Baseline runs existed but all of another placement class: neither a pass
-// nor "no baseline yet", but inconclusive (warn), saying why.
-bool inconclusive_placement(const BaselineSelection& selection, GateResult& r) {
-  if (selection.incomparable.empty() || r.verdict == Verdict::kError) return false;
-  r.notes.insert(r.notes.begin(), selection.incomparable);
-  if (r.verdict == Verdict::kPass) {
-    r.verdict = Verdict::kWarn;
-    r.exit_code = ExitStatus::kWarn;
-  }
-  return true;
-}
-
 void write_file(const OutputGuard& guard, const fs::path& path, const char* flag,
                 const std::string& text) {
   if (path.empty()) return;
@@ -97,6 +72,27 @@ MeasuredRun screened_run(const Profile& profile, Measurement m, GateRun& gate,
 }
 
 }  // namespace
+
+GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures& now,
+                  const BaselineSelection& selection,
+                  const std::function<double(double)>& look_level) {
+  const auto& base = selection.baseline;
+  const auto& drift = selection.drift_reference;
+  auto judgement =
+      judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
+            {profile.baseline.confidence, look_level}, drift ? &drift->sample : nullptr);
+  return assemble(profile, rec, judgement, selection);
+}
+
+bool inconclusive_placement(const BaselineSelection& selection, GateResult& r) {
+  if (selection.incomparable.empty() || r.verdict == Verdict::kError) return false;
+  r.notes.insert(r.notes.begin(), selection.incomparable);
+  if (r.verdict == Verdict::kPass) {
+    r.verdict = Verdict::kWarn;
+    r.exit_code = ExitStatus::kWarn;
+  }
+  return true;
+}
 
 BaselineSelection choose_baseline(const RunOptions& options, std::optional<BaselineStore>& store,
                                   const Profile& profile, const CiContext& ci,
@@ -188,79 +184,6 @@ MeasuredRun measure_run(const Profile& profile, const CiContext& ci, const HostF
   Measurement m = measure_load(profile, stop, start_at);
   if (m.aborted) throw Error("interrupted by a signal; the service was stopped");
   return measured(profile, m, ci, host, started_at);
-}
-
-namespace {
-
-// A stored-mode run's iterations past repeat.discard that are not judged were
-// dropped as disturbed when it ran (drop_disturbed_windows): say so again.
-std::optional<std::string> dropped_windows_note(const Profile& profile, const RunRecord& run) {
-  if (run.kind != "gate") return std::nullopt;  // a paired run's screening drops pairs
-  std::string which;
-  int measured = 0, dropped = 0;
-  for (const auto& it : run.iterations) {
-    if (it.index < profile.repeat.discard) continue;
-    ++measured;
-    if (!it.discarded) continue;
-    which += (dropped++ ? ", " : "") + std::to_string(it.index + 1);
-  }
-  if (dropped == 0) return std::nullopt;
-  return std::to_string(dropped) + " of " + std::to_string(measured) +
-         " windows were dropped as disturbed when it ran, not judged (iteration" +
-         (dropped > 1 ? "s " : " ") + which + ")";
-}
-
-}  // namespace
-
-GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& options) {
-  auto run = store.run(run_id);
-  if (!run) throw Error(store.path().string() + ": no run " + std::to_string(run_id));
-  std::string source = "run " + std::to_string(run_id) + "'s stored profile";
-  Profile profile = stored_profile(*run, source);
-  BaselineQuery query{run->profile_name, run->profile_hash, run->ci.baseline_branch,
-                      options.any_host ? "" : run->host.key(), run->id};
-  BaselinePolicy policy{profile.baseline.window, profile.baseline.drift_window,
-                        options.baseline_run};
-  bool paired = !run->pair.empty();
-  // A paired run with paired.block above 1 was judged one value per launch.
-  int block = paired && profile.paired ? profile.paired->block : 1;
-  auto shared = paired || options.any_placement ? std::nullopt : stored_shared_cpu_pct(*run);
-  if (shared) {
-    policy.placement_class = placement_class(*shared);
-    policy.shared_cpu_pct = *shared;
-  }
-  auto selection = paired ? paired_selection(store, *run, options, block)
-                          : select_baseline(store, query, policy);
-  // A sequential run's every look had a share of alpha: it is judged again as
-  // its last look was, not at the profile's whole confidence. A paired run's
-  // boundary level is the look's after the pairs it measured (pairs measured
-  // again for disturbance count too: a later look, at Pocock's nearly equal
-  // levels the same or a little stricter).
-  auto plan = sequential_plan(profile);
-  int taken = static_cast<int>(run->iterations.size());
-  GateResult result = paired ? judged(profile, *run, stored_run_figures(*run, block), selection,
-                                      look_level(plan, taken))
-                             : judged(judging_profile(profile, plan), *run,
-                                      stored_run_figures(*run, block), selection);
-  inconclusive_placement(selection, result);
-  result.profile_source = source;
-  result.run_id = run->id;
-  result.recorded = true;
-  if (paired)
-    result.notes.push_back("paired run: judged against its baseline side, run " +
-                           std::to_string(*result.baseline_run_id) +
-                           ", on the pair-by-pair ratios");
-  note_shared_load(run->saturation, result.notes);
-  if (auto dropped = dropped_windows_note(profile, *run)) result.notes.push_back(*dropped);
-  if (plan.extends()) {
-    char level[32];
-    std::snprintf(level, sizeof level, "%.4g", result.confidence);
-    result.notes.push_back(std::string("sequential run (repeat.max_count): judged at ") + level +
-                           "% confidence, as its last look was");
-  }
-  result.notes.push_back("judged again from the store (stored verdict: " +
-                         std::string(to_string(run->verdict)) + "); nothing was stored");
-  return result;
 }
 
 ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostream& out,

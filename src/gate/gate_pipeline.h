@@ -2,7 +2,7 @@
 
 // Internal to the gate stage: the steps of the gate that its variants share.
 // run_gate (gate.cc) is the pipeline; a shard and a merge (shard_gate.cc), a
-// paired run (paired_gate.cc) and a compare differ only in how they measure,
+// paired run (paired_gate.cc) and a compare (compare_gate.cc) differ only in how they measure,
 // what they judge against and where the result goes.
 
 #include <atomic>
@@ -111,6 +111,16 @@ BaselineSelection choose_baseline(const RunOptions& options, std::optional<Basel
                                   const Profile& profile, const CiContext& ci,
                                   const HostFingerprint& host,
                                   std::optional<double> shared_cpu_pct = std::nullopt);
+
+/// A run judged against `selection` at the profile's confidence, or at
+/// `look_level` (a sequential look's stricter level), and assembled as a result.
+GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures& now,
+                  const BaselineSelection& selection,
+                  const std::function<double(double)>& look_level = {});
+
+/// Baseline runs existed but all of another placement class: neither a pass
+/// nor "no baseline yet", but inconclusive (warn), saying why. True when so.
+bool inconclusive_placement(const BaselineSelection& selection, GateResult& r);
 
 /// The gate proper, for a run measured here or merged from shards: judges it
 /// against its baseline, then stores it with its verdict (unless --no-record).
