@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The verdict's power and false-fail rates, simulated through the real decision
 # code (tests/gate_simulation_test.cc, DISABLED_PowerTable): fail rates of A/A
-# runs and of 5 % and 10 % losses for 8 to 24 pairs, quiet launches (1 %) and
+# runs and of 5 % and 10 % losses for 8 to 48 pairs, quiet launches (1 %) and
 # launches that differ by ±7 % (sd 4 %), with the pull-request recipe's limits.
 # Pure computation: no load, no service, any machine; about half a minute.
 # Usage: bench/power_table.sh [BUILD_DIR]   (default build/, with BUILD_TESTING on)
