@@ -71,14 +71,21 @@ unsaved() {
   if ls "$cache" | grep -q -- "-$run_id-1\$"; then fail "$1: saved a store: $(ls "$cache" | grep -- "-$run_id-1\$")"; fi
 }
 
+# The first run on main calibrates the empty store (A/A runs of its commit: the
+# noise pool, never a baseline); the next finds the pool filled and skips it.
 event push-default 2ms
 expect push-default outputs '^exit-code=0$'
 expect push-default annotations 'no baseline yet'
+expect push-default log '^calibration: 5 A/A runs'
 saved push-default main
 
 event push-default-again 2ms
 expect push-default-again outputs '^exit-code=[02]$'
 expect push-default-again log "^cache restore: $key-main-1-1 "
+expect push-default-again log '^calibrate: nothing to do, the store already knows'
+if grep -q '^calibration: ' "$work/out/push-default-again/log"; then
+  fail "push-default-again: calibrated a store whose pool was filled"
+fi
 saved push-default-again main
 
 # Another branch, then a merge queue: judged against the default branch's store,
@@ -97,6 +104,9 @@ unsaved merge-group
 event pull-request 2ms --event pull_request --ref-name 5/merge --ref refs/pull/5/merge \
   --base-ref main --head-ref feature --input mode=stored
 expect pull-request outputs '^exit-code=[02]$'
+if grep -Eq '^calibrat(e|ion): ' "$work/out/pull-request/log"; then
+  fail "pull-request: calibrated a store it does not save"
+fi
 unsaved pull-request
 
 # A fork's pull request: its token is read-only, so no comment (one notice, no

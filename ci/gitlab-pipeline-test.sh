@@ -204,6 +204,8 @@ grep -Eq '^perfgate .*perfgate: ports [0-9]+ \(candidate\), [0-9]+ \(baseline\)'
 [ -n "$(ls .gitlab-ci-local/cache/perfgate-store-perfgate/baselines/ 2>/dev/null)" ] ||
   fail "the default branch's pipeline cached no store"
 grep -q 'perfgate.db: pruned' "$work/default branch.log" || fail "the store was not pruned before caching"
+# The empty store is calibrated once (its noise pool), on the default branch only.
+grep -q 'calibration: 5 A/A runs' "$work/default branch.log" || fail "the young store was not calibrated"
 git checkout -q slower
 expect_pipeline "MR, slower service, stored" failed fail mr --variable PERFGATE_MODE=stored perfgate
 grep -q 'throughput' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no throughput testcase"
@@ -220,6 +222,8 @@ grep -q 'compared with run' "$work/MR into release_1, slower service, stored.log
   fail "the MR into release/1 was not judged against main's store"
 git checkout -q unchanged
 expect_pipeline "MR, same service, stored" "success warning" "pass warn" mr --variable PERFGATE_MODE=stored perfgate
+! grep -Eq 'calibrat(e|ion): ' "$work/MR, same service, stored.log" ||
+  fail "a merge request calibrated a store it does not save"
 
 # Paired mode, the merge requests' default: the merge base built in a worktree;
 # the template's own profile (recipe:pr-paired, built into perfgate), then the
@@ -263,6 +267,8 @@ done
 # run in the same cache, and main's next pipeline passes against it.
 git checkout -q main
 expect_pipeline "default branch, regressed" failed fail gcl perfgate
+grep -q 'calibrate: nothing to do' "$work/default branch, regressed.log" ||
+  fail "main's later pipeline calibrated again"
 gcl --manual perfgate-accept perfgate-accept >"$work/accept-unset.log" 2>&1 || true
 grep -q 'perfgate: set PERFGATE_ACCEPT_REASON' "$work/accept-unset.log" ||
   { tail -30 "$work/accept-unset.log" >&2; fail "perfgate-accept without a reason did not refuse"; }

@@ -33,6 +33,7 @@ struct CalibrateOptions {
   double detect_pct = 0;  // --detect: the change to plan for; 0: each metric's fail limit
   std::string run_cost;   // --run-cost: a launch's cost, default the service's measured start
   bool record = true;
+  bool if_needed = false;  // --if-needed: nothing to do when the store's pool has the df
   CiOverrides ci;
 };
 
@@ -96,6 +97,30 @@ std::vector<std::vector<RunFigures>> earlier_days(BaselineStore& store, const Pr
   return out;
 }
 
+// --if-needed: why these runs would tell the verdict nothing new, "" when they
+// would. A window of kPooledNoiseBelowRuns baseline runs or more uses its own
+// spread, so a grown store needs no pool; a young one needs none when its pool
+// (docs/statistics.md, "A young store") already rests on the runs - 1 degrees of
+// freedom on throughput these runs would add.
+std::string noise_already_known(BaselineStore& store, const Profile& profile, const CiContext& ci,
+                                const HostFingerprint& host, int runs) {
+  BaselineQuery query{profile.name, profile.hash, ci.baseline_branch, host.key()};
+  auto window = std::min<size_t>(
+      store.eligible_runs(query, kPooledNoiseBelowRuns, BaselineStore::Depth::kHeader).size(),
+      static_cast<size_t>(std::max(profile.baseline.window, 1)));
+  if (window >= static_cast<size_t>(kPooledNoiseBelowRuns))
+    return "calibrate: nothing to do, the baseline window of " + ci.baseline_branch + " holds " +
+           std::to_string(window) + " runs, whose own spread the verdict uses";
+  query.branch.clear();
+  auto pool = store_noise_pool(store, query);
+  auto it = pool.find("throughput_rps");
+  if (it == pool.end() || it->second.df < runs - 1) return "";
+  return "calibrate: nothing to do, the store already knows this host's run-to-run noise (" +
+         std::to_string(it->second.runs) + " runs of the same code, " +
+         std::to_string(it->second.df) + " df; " + std::to_string(runs) + " runs would add " +
+         std::to_string(runs - 1) + ")";
+}
+
 int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   Profile profile = load_profile(opt.profile_path, ctx.env);
   // Calibration measures run-to-run noise for stored baselines; a paired run's own
@@ -116,6 +141,12 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   record_placement(host, resolve_placement(profile));
   std::optional<BaselineStore> store;
   if (opt.record) store = BaselineStore::open(opt.store_path);
+  if (opt.if_needed && store) {
+    if (auto known = noise_already_known(*store, profile, ci, host, opt.runs); !known.empty()) {
+      std::cout << known << "\n";
+      return 0;
+    }
+  }
   std::vector<RunFigures> figures;
   std::vector<int64_t> ids;
   std::vector<double> overheads;  // a run's wall time beyond its kept windows: its launch
@@ -177,6 +208,10 @@ void register_calibrate_command(CommandSet& commands) {
   cmd->add_option("--run-cost", opt->run_cost,
                   "What a launch costs (service start and warm-up), e.g. 3s (default: measured)");
   cmd->add_flag("!--no-record", opt->record, "Do not store the calibration runs");
+  cmd->add_flag("--if-needed", opt->if_needed,
+                "Run only when the store's noise pool for this profile and host has fewer "
+                "degrees of freedom than these runs would add (a pipeline's first run)")
+      ->excludes("--no-record");
   commands.add(cmd, [opt](const CommandContext& ctx) { return calibrate_profile(*opt, ctx); });
 }
 

@@ -154,6 +154,11 @@ std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunR
   return out;
 }
 
+std::map<std::string, RunNoise, std::less<>> store_noise_pool(BaselineStore& store,
+                                                              const BaselineQuery& query) {
+  return pooled_noise(loaded(store, measured_history(store, query)));
+}
+
 RunFigures stored_run_figures(const RunRecord& run, int block) {
   std::vector<std::optional<double>> cpu(run.service_cpu_s.begin(), run.service_cpu_s.end());
   if (cpu.empty()) cpu = service_cpu_by_iteration(run.host_samples_json, run.iterations.size());

@@ -66,5 +66,49 @@ TEST_F(YoungStoreCliTest, APullRequestsFirstRunIsJudgedWithTheNoiseOfEveryEarlie
       << test.dump();
 }
 
+// A pipeline's calibrate step runs on every default-branch run; it measures only
+// while the store's pool knows less than its runs would add.
+TEST_F(YoungStoreCliTest, CalibrateIfNeededRunsOnlyUntilThePoolHoldsItsRuns) {
+  auto first = perfgate("calibrate", {"--runs", "2", "--if-needed", "--commit", "aaa"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_EQ(first.out.find("nothing to do"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("throughput"), std::string::npos) << first.out;
+
+  auto again = perfgate("calibrate", {"--runs", "2", "--if-needed", "--commit", "aaa"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("calibrate: nothing to do, the store already knows this host's "
+                           "run-to-run noise (2 runs of the same code, 1 df; 2 runs would add 1)"),
+            std::string::npos)
+      << again.out;
+
+  // Three runs would add 2 df, more than the pool's 1: they run, and then suffice.
+  auto more = perfgate("calibrate", {"--runs", "3", "--if-needed", "--commit", "bbb"});
+  ASSERT_EQ(more.exit_code, 0) << more.out << more.err;
+  EXPECT_EQ(more.out.find("nothing to do"), std::string::npos) << more.out;
+  auto enough = perfgate("calibrate", {"--runs", "3", "--if-needed", "--commit", "ccc"});
+  EXPECT_NE(enough.out.find("(5 runs of the same code, 3 df; 3 runs would add 2)"),
+            std::string::npos)
+      << enough.out;
+}
+
+// Five runs on main: the window's own spread decides, whatever the pool holds.
+TEST_F(YoungStoreCliTest, CalibrateIfNeededLeavesAGrownStoreAlone) {
+  for (int i = 0; i < 5; ++i) {
+    auto seed = perfgate("run", {"--commit", "c" + std::to_string(i), "--branch", "main"});
+    ASSERT_NE(seed.exit_code, 3) << seed.out << seed.err;
+  }
+  auto r = perfgate("calibrate", {"--runs", "3", "--if-needed", "--branch", "main"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("calibrate: nothing to do, the baseline window of main holds 5 runs"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(YoungStoreCliTest, CalibrateIfNeededNeedsTheStore) {
+  auto r = perfgate("calibrate", {"--runs", "2", "--if-needed", "--no-record"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(store_));
+}
+
 }  // namespace
 }  // namespace perfgate

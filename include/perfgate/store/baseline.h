@@ -32,6 +32,11 @@ Baseline pool_runs(const std::vector<RunRecord>& runs);
 /// without a group of two runs are absent.
 std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunRecord>& runs);
 
+/// pooled_noise() of the runs a young window takes its noise from: the last 60 of
+/// `query`'s profile, hash and host (any branch) that measured their code.
+std::map<std::string, RunNoise, std::less<>> store_noise_pool(BaselineStore& store,
+                                                              const BaselineQuery& query);
+
 /// A run's figures, with the service's cost from its stored samples.
 RunFigures stored_run_figures(const RunRecord& run, int block = 1);
 
