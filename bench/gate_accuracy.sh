@@ -22,7 +22,7 @@
 #                               as measured (the service's own overhead, ~6.7 us here, is
 #                               not scaled by --work; the table prints the measured change)
 #   THREADS=1 CONNECTIONS=16 DURATION=1s WARMUP=1s COUNT=6 DISCARD=1   the profile's shape
-#   PAIRED_COUNT=13 LEG_WARMUP=250ms  paired mode's pairs (12 kept, as recipe:pr-paired; 7 is the least that can fail at
+#   PAIRED_COUNT=13 PAIRED_DURATION=DURATION PAIRED_WARMUP=WARMUP LEG_WARMUP=250ms  paired mode's pairs (12 kept, as recipe:pr-paired; 7 is the least that can fail at
 #                               the default limits, three tested metrics at 98.33 % each);
 #                               both services start anew for every pair (paired.block 1)
 #   LAUNCH_SPREAD=0             demo-server --launch-spread: each start of a service draws
@@ -79,6 +79,8 @@ WARMUP="${WARMUP:-1s}"
 COUNT="${COUNT:-6}"
 DISCARD="${DISCARD:-1}"
 PAIRED_COUNT="${PAIRED_COUNT:-13}"
+PAIRED_DURATION="${PAIRED_DURATION:-$DURATION}"
+PAIRED_WARMUP="${PAIRED_WARMUP:-$WARMUP}"
 LAUNCH_SPREAD="${LAUNCH_SPREAD:-0}"
 LEG_WARMUP="${LEG_WARMUP:-250ms}"
 PAIRED_SCHEDULE="${PAIRED_SCHEDULE:-alternate}"
@@ -147,8 +149,8 @@ cat >"$out/paired-$schedule.json" <<EOF
 {
   "name": "gate-accuracy-paired",
   "target": { "url": "http://127.0.0.1:\${GA_PORT}/", "method": "GET" },
-  "load": { "threads": $THREADS, "connections": $CONNECTIONS, "duration": "$DURATION",
-            "warmup": "$WARMUP", "rate": 0 },
+  "load": { "threads": $THREADS, "connections": $CONNECTIONS, "duration": "$PAIRED_DURATION",
+            "warmup": "$PAIRED_WARMUP", "rate": 0 },
   "repeat": { "count": $PAIRED_COUNT, "discard": $DISCARD },
   "service": {
     "command": ["\${PERFGATE}", "demo-server", "--port", "\${GA_PORT}", "--delay", "\${GA_DELAY}",
@@ -323,7 +325,7 @@ row_complete() {
 echo "gate_accuracy: $PERFGATE, results in $out" >&2
 echo "profile: $THREADS thread x $CONNECTIONS connections, warmup $WARMUP, $COUNT x $DURATION (discard $DISCARD), default thresholds and baseline" >&2
 case " $SCENARIOS " in *" p"*)
-  echo "paired: $PAIRED_COUNT pairs of $DURATION windows (discard $DISCARD), leg warm-up $LEG_WARMUP, schedule $PAIRED_SCHEDULE" >&2 ;;
+  echo "paired: $PAIRED_COUNT pairs of $PAIRED_DURATION windows, warm-up $PAIRED_WARMUP a launch (discard $DISCARD), leg warm-up $LEG_WARMUP, schedule $PAIRED_SCHEDULE" >&2 ;;
 esac
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 started="$(date -u +%Y-%m-%dT%H:%MZ)"
