@@ -105,6 +105,9 @@ void register_demo_server_command(CommandSet& commands) {
                    "Tail-delay every N-th response, e.g. 50 for 2 %");
   demo->add_option("--error-every", args->options.error_every, "Every N-th response is a 500");
   demo->add_option("--work", args->work, "CPU burned per response, e.g. 50us");
+  demo->add_option("--work-rounds", args->options.work_rounds,
+                   "Fixed work per response: N rounds of an integer loop (the same instructions "
+                   "on every launch; not scaled by --launch-spread)");
   demo->add_option("--body-bytes", args->options.body_bytes, "Response body size");
   demo->add_flag("--single-thread", args->options.single_thread,
                  "Serve every connection from one event-loop thread (a service with one busy "

@@ -212,6 +212,16 @@ void burn_cpu(Nanos work) {
   }
 }
 
+// `rounds` rounds of an integer hash: the same instructions whatever the
+// machine, load or launch. The result is kept (volatile) so that the compiler
+// cannot drop the loop.
+void spin_rounds(uint64_t rounds) {
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (uint64_t i = 0; i < rounds; ++i) x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ULL + i;
+  volatile uint64_t sink = x;
+  static_cast<void>(sink);
+}
+
 // Sleeps in ticks, so that stop() does not wait for a long delay.
 void sleep_unless_stopped(Nanos delay, const ServerState& s) {
   const auto until = std::chrono::steady_clock::now() + delay;
@@ -247,6 +257,7 @@ Response counted_response(const ServerState& s) {
   // One sleep for both: two sleeps would each add their own oversleep.
   if (wait > Nanos::zero()) sleep_unless_stopped(wait, s);
   if (o.work > Nanos::zero()) burn_cpu(o.work);
+  if (o.work_rounds > 0) spin_rounds(o.work_rounds);
   if (o.error_every > 0 && n % o.error_every == 0) return {500, "error\n", {}};
   return {200, s.body, {}};
 }

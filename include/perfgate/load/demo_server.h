@@ -20,7 +20,11 @@ struct DemoServerOptions {
   uint64_t delay_every = 0;        // 0 = never; 1 = every response
   uint64_t error_every = 0;        // every N-th response is a 500; 0 = never
   Nanos work{0};                   // CPU burned per response (busy loop)
-  size_t body_bytes = 13;          // "Hello, world\n" when 13
+  /// A fixed amount of work per response: this many rounds of an integer loop.
+  /// Unlike `work` (a time spin) its instruction count is the same on every
+  /// machine and launch, so a test can plant an exact +2 % regression.
+  uint64_t work_rounds = 0;
+  size_t body_bytes = 13;  // "Hello, world\n" when 13
   /// The `stall_at`-th response (0 = never) stalls the whole server for
   /// `stall`: it and every response on any connection waits until it ends,
   /// like a GC pause or a full-table lock.
