@@ -10,6 +10,8 @@ packages=(
   g++ cmake make ninja-build pkg-config
   libcurl4-openssl-dev zlib1g-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev libspdlog-dev
   libhttp-parser-dev
+  # The cost phase's instrument (docs/cost.md): callgrind and vgdb.
+  valgrind
 )
 [ "${1:-}" = "--binary" ] || [ "${1:-}" = "--package" ] || packages+=(libgtest-dev googletest)
 # dpkg-shlibdeps computes the package's Depends; CPack finds the ELF files with file.

@@ -53,7 +53,20 @@ constexpr std::array<MetricDef, 2> kHostMetrics = {{
      nullptr},
 }};
 
+// Counted by an instrument (cost phase), not timed: per request of a fixed
+// sequence, the same on every runner of one key.
+constexpr std::array<MetricDef, 3> kCostMetrics = {{
+    {"instructions_per_request", "instructions_per_request", "instr", Better::kLower, nullptr},
+    {"estimated_cycles_per_request", "estimated_cycles_per_request", "cycles", Better::kLower,
+     nullptr},
+    {"syscalls_per_request", "syscalls_per_request", "syscalls", Better::kLower, nullptr},
+}};
+
 }  // namespace
+
+std::span<const MetricDef> cost_metric_defs() {
+  return kCostMetrics;
+}
 
 std::span<const MetricDef> metric_defs() {
   return kMetrics;
@@ -64,7 +77,7 @@ std::span<const MetricDef> host_metric_defs() {
 }
 
 const MetricDef* find_metric(std::string_view key) {
-  for (auto defs : {metric_defs(), host_metric_defs()})
+  for (auto defs : {metric_defs(), host_metric_defs(), cost_metric_defs()})
     for (const auto& def : defs)
       if (def.key == key || def.threshold_key == key) return &def;
   return nullptr;

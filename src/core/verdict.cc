@@ -482,7 +482,7 @@ Judgement judge(const RunFigures& now, const BaselineSample* baseline, const Thr
                 const Saturation& saturation, const DecisionSettings& settings,
                 const BaselineSample* drift_reference) {
   Judgement j;
-  j.family = tested_family(now, baseline, limits);
+  j.family = tested_family(now, baseline, limits) + settings.extra_family;
   j.confidence_pct = family_confidence(settings.confidence, j.family);
   if (settings.look_level) j.confidence_pct = settings.look_level(j.confidence_pct);
   for (auto defs : {metric_defs(), host_metric_defs()}) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 
+#include "cost_phase.h"
 #include "gate_pipeline.h"
 #include "perfgate/host/host_sampler.h"
 #include "perfgate/report/console_report.h"
@@ -78,10 +79,13 @@ GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures
                   const std::function<double(double)>& look_level) {
   const auto& base = selection.baseline;
   const auto& drift = selection.drift_reference;
-  auto judgement =
-      judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
-            {profile.baseline.confidence, look_level}, drift ? &drift->sample : nullptr);
-  return assemble(profile, rec, judgement, selection);
+  DecisionSettings settings{profile.baseline.confidence, look_level, planned_cost_family(profile)};
+  auto judgement = judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
+                         settings, drift ? &drift->sample : nullptr);
+  add_cost_checks(judgement, rec.cost, &selection.cost, profile.thresholds);
+  GateResult r = assemble(profile, rec, judgement, selection);
+  if (auto note = cost_note(rec.cost); !note.empty()) r.notes.push_back(note);
+  return r;
 }
 
 bool inconclusive_placement(const BaselineSelection& selection, GateResult& r) {
@@ -234,6 +238,10 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
       sequential = sequential_summary(plan, taken, "iterations", why,
                                       !step.futile.empty() && step.undecided.empty());
     }
+    run.record.cost =
+        measure_cost(profile, find_instrument(profile, measurer.counter), stop, measurer.counter);
+    if (store && selection.baseline)
+      selection.cost = cost_baseline(*store, *selection.baseline, run.record.cost.key);
     GateResult result =
         judge_and_store(options, store, judging, selection, std::move(run.record), run.figures);
     if (!dropped.empty()) result.notes.push_back(dropped);

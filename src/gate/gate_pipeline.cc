@@ -135,6 +135,7 @@ GateResult assemble(const Profile& profile, const RunRecord& run, const Judgemen
   r.ci = run.ci;
   r.host = run.host;
   r.saturation = run.saturation;
+  r.cost = run.cost;
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "perfgate/core/error.h"
 #include "perfgate/gate/gate.h"
 #include "perfgate/host/host_fingerprint.h"
+#include "perfgate/host/instruction_counter.h"
 #include "perfgate/host/placement.h"
 #include "perfgate/report/output_file.h"
 #include "perfgate/store/baseline.h"
@@ -31,6 +33,8 @@ struct Measurer {
       paired = measure_paired;
   std::function<HostFingerprint()> host = [] { return read_host_fingerprint(); };
   std::function<Placement(const Profile&)> placement = resolve_placement;
+  /// The cost phase's hardware counter of one launch (the PMU; a fake in tests).
+  std::function<std::unique_ptr<InstructionCounter>()> counter = pmu_instruction_counter;
 };
 
 /// The host's fingerprint with the run's placement in it: runs pinned another

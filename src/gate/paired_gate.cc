@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 
+#include "cost_phase.h"
 #include "gate_pipeline.h"
 #include "pair_screening.h"
 #include "perfgate/host/shared_executable.h"
@@ -127,8 +128,12 @@ PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const
       per_launch_figures(p.base.iterations, service_cpu(m.baseline.windows), block);
   look.selection.baseline->sample.paired = true;
   if (block > 1) look.selection.baseline->sample.paired_unit = "blocks";  // launches, not pairs
+  look.selection.cost = {p.base.cost.launches, "launches"};
+  DecisionSettings with_costs = settings;
+  with_costs.extra_family = planned_cost_family(profile);
   look.judgement = judge(look.now, &look.selection.baseline->sample, profile.thresholds,
-                         p.cand.saturation, settings);
+                         p.cand.saturation, with_costs);
+  add_cost_checks(look.judgement, p.cand.cost, &look.selection.cost, profile.thresholds);
   return look;
 }
 
@@ -253,6 +258,16 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c,
                             !step.futile.empty() && step.undecided.empty());
 }
 
+// The cost phase, after the timed pairs: both sides counted, then the last
+// look judged again with the counts in it.
+void count_both_sides(const PairedContext& c, PairedState& s) {
+  if (!c.profile.cost.enabled()) return;
+  auto cost = measure_paired_cost(c.profile, c.base_profile, c.stop, c.measurer.counter);
+  s.p.cand.cost = cost.candidate;
+  s.p.base.cost = cost.baseline;
+  s.look = paired_look(s.p, s.m, c.profile, {c.plan.confidence, look_level(c.plan, s.taken)});
+}
+
 // The verdict and the notes a user reads first: what was paired, and how.
 GateResult paired_result(const PairedContext& c, PairedState& s, const RunOptions& options,
                          const std::vector<std::string>& screening_notes,
@@ -275,6 +290,12 @@ GateResult paired_result(const PairedContext& c, PairedState& s, const RunOption
   r.notes.insert(r.notes.end(), screening_notes.begin(), screening_notes.end());
   note_shared_load(s.p.cand.saturation, r.notes);
   r.paired = paired;
+  if (s.p.cand.cost.ran()) {
+    r.notes.push_back(cost_note(s.p.base.cost, "baseline side: "));
+    r.notes.push_back(cost_note(s.p.cand.cost, "candidate side: "));
+  } else if (auto note = cost_note(s.p.cand.cost); !note.empty()) {
+    r.notes.push_back(note);
+  }
   if (sequential) {
     r.notes.push_back(sequential_note(*sequential));
     r.sequential = sequential;
@@ -313,6 +334,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
     std::vector<std::string> screening_notes;
     PairedState s = measure_and_screen(c, screening_notes);
     auto sequential = extend_while_undecided(c, plan, s);
+    count_both_sides(c, s);
     GateResult r = paired_result(c, s, options, screening_notes, sequential);
     if (shared_exe) {
       r.notes.push_back(shared_executable_warning(*shared_exe));

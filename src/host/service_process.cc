@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -36,8 +37,12 @@ constexpr int kCwdFailed = -2;
 
 // Runs in the forked child: only async-signal-safe calls until exec.
 [[noreturn]] void exec_child(const ServiceSpec& spec, std::vector<char*>& argv, int error_fd,
-                             const cpu_set_t* cpus, char* mark) {
-  setpgid(0, 0);                     // its own group, so stop() reaches its children too
+                             const cpu_set_t* cpus, char* mark, bool fixed_addresses,
+                             const int go[2]) {
+  setpgid(0, 0);  // its own group, so stop() reaches its children too
+  // Counted cost: addresses that differ per launch move hash buckets and
+  // allocator paths, hence instruction counts. Inherited across exec.
+  if (fixed_addresses) personality(personality(0xffffffff) | ADDR_NO_RANDOMIZE);
   prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive perfgate, even after SIGKILL
   // Before exec: the service's every process and thread inherits the CPUs.
   if (cpus && sched_setaffinity(0, sizeof *cpus, cpus) != 0) {
@@ -53,6 +58,15 @@ constexpr int kCwdFailed = -2;
   for (const auto& [name, value] : spec.env) setenv(name.c_str(), value.c_str(), 1);
   putenv(mark);
   dup2(STDERR_FILENO, STDOUT_FILENO);  // the service's chatter is not perfgate's report
+  if (go[0] >= 0) {
+    // Wait for perfgate's word (LaunchOptions::before_exec); its end closed
+    // without one, perfgate is gone or changed its mind.
+    close(go[1]);
+    char word = 0;
+    while (read(go[0], &word, 1) < 0 && errno == EINTR) {
+    }
+    if (word != 'g') _exit(127);
+  }
   execvp(argv[0], argv.data());
   int err = errno;
   (void)!write(error_fd, &err, sizeof err);
@@ -174,7 +188,8 @@ std::string describe_exit(int status) {
 
 }  // namespace
 
-ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus)
+ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus,
+                               const LaunchOptions& launch)
     : spec_(spec), cpus_(cpus) {
   if (spec_.command.empty()) throw Error("service.command: empty command");
   // The service's orphans (children of a shell that exited) become perfgate's
@@ -191,11 +206,24 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus)
           std::to_string(Clock::now().time_since_epoch().count());
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("service: pipe: ") + strerror(errno));
+  int go[2] = {-1, -1};
+  if (launch.before_exec && pipe2(go, O_CLOEXEC) != 0)
+    throw Error(std::string("service: pipe: ") + strerror(errno));
   pid_ = fork();
   if (pid_ < 0) throw Error(std::string("service: fork: ") + strerror(errno));
-  if (pid_ == 0) exec_child(spec_, argv, fds[1], cpus.empty() ? nullptr : &cpu_set, mark_.data());
+  if (pid_ == 0)
+    exec_child(spec_, argv, fds[1], cpus.empty() ? nullptr : &cpu_set, mark_.data(),
+               launch.fixed_addresses, go);
   setpgid(pid_, pid_);  // also from the parent: stop() may come before the child runs
   close(fds[1]);
+  if (launch.before_exec) {
+    try {
+      release_child(launch.before_exec, go);
+    } catch (...) {
+      close(fds[0]);
+      throw;
+    }
+  }
   // The pipe closes on a successful exec; otherwise the child sends errno.
   int err = 0;
   int cwd_err = 0;
@@ -215,6 +243,23 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus)
                 strerror(err));
   }
   start_guardian();
+}
+
+// LaunchOptions::before_exec, while the child waits for the word to exec. A
+// throw leaves the word unsaid: the child ends, and the error goes on.
+void ServiceProcess::release_child(const std::function<void(pid_t)>& before_exec, int go[2]) {
+  close(go[0]);
+  try {
+    before_exec(pid_);
+  } catch (...) {
+    close(go[1]);
+    waitpid(pid_, nullptr, 0);
+    reaped_ = true;
+    throw;
+  }
+  char word = 'g';
+  (void)!write(go[1], &word, 1);
+  close(go[1]);
 }
 
 // A guardian process rather than a subreaper: a subreaper only adopts orphans

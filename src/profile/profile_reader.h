@@ -146,6 +146,14 @@ class Section {
     return at_most(key, value->get<double>(), max, shown(*value));
   }
 
+  std::optional<bool> boolean(std::string_view key) const {
+    const Doc* value = get(key);
+    if (!value) return std::nullopt;
+    if (value->is_boolean()) return value->get<bool>();
+    problem(key, "must be true or false, got " + shown(*value));
+    return std::nullopt;
+  }
+
   std::optional<double> positive_number(std::string_view key) const {
     const Doc* value = get(key);
     if (!value) return std::nullopt;

@@ -12,9 +12,10 @@
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 14> kRootKeys = {
-    "$schema", "name",       "description", "target", "load",   "repeat",    "thresholds",
-    "service", "saturation", "baseline",    "redact", "paired", "placement", "store"};
+constexpr std::array<std::string_view, 15> kRootKeys = {
+    "$schema", "name",       "description", "target",     "load",
+    "repeat",  "thresholds", "service",     "saturation", "baseline",
+    "redact",  "paired",     "placement",   "store",      "cost"};
 constexpr std::array<std::string_view, 1> kStoreKeys = {"raw_samples"};
 constexpr std::array<std::string_view, 6> kPairedKeys = {"baseline",    "leg_warmup", "max_redos",
                                                          "disturbance", "schedule",   "block"};
@@ -190,7 +191,7 @@ ThresholdSet read_thresholds(const Section& root) {
   if (!root.has("thresholds")) return default_thresholds();
   Section s = root.object("thresholds");
   std::vector<const MetricDef*> defs;
-  for (auto list : {metric_defs(), host_metric_defs()})
+  for (auto list : {metric_defs(), host_metric_defs(), cost_metric_defs()})
     for (const auto& def : list) defs.push_back(&def);
   std::vector<std::string_view> known;
   for (const auto* def : defs) known.push_back(def->threshold_key);
@@ -410,6 +411,7 @@ Profile read_profile(const Doc& doc, Problems& problems, const std::filesystem::
   profile.redact = read_redact(root);
   profile.paired = read_paired(root, profile);
   profile.placement = read_placement(root);
+  profile.cost = read_cost(root, profile.thresholds);
   profile.keep_raw_samples = read_keep_raw_samples(root);
   return profile;
 }

@@ -26,6 +26,9 @@ std::optional<std::string> env_name_problem(std::string_view name);
 std::optional<std::string> header_name_problem(std::string_view name);
 /// `placement` (profile_placement.cc): "auto" when absent.
 PlacementSpec read_placement(const Section& root);
+/// `cost` (profile_cost.cc): off when absent; fills the default limits of
+/// instructions_per_request into `limits` when on and the profile sets none.
+CostSpec read_cost(const Section& root, ThresholdSet& limits);
 /// An http:// or https:// URL at `key`, checked; "" when absent or wrong.
 std::string read_url(const Section& section, std::string_view key);
 

@@ -195,6 +195,28 @@ json paired_json(const std::optional<PairedSummary>& p) {
           {"leg_warmup_s", number(p->leg_warmup_s)}};
 }
 
+// The cost phase: per launch counts and their spread; null when it was off.
+json cost_json(const CostRun& c) {
+  if (!c.ran() && c.skipped.empty()) return nullptr;
+  json launches = json::array();
+  for (const auto& launch : c.launches) {
+    json one = json::object();
+    for (const auto& [metric, value] : launch) one[metric] = number(value);
+    launches.push_back(one);
+  }
+  json spread = json::object();
+  for (const auto& def : cost_metric_defs())
+    if (!c.values(def.key).empty()) spread[std::string(def.key)] = number(c.spread_pct(def.key));
+  return {{"instrument", c.instrument},
+          {"key", c.key},
+          {"requests", c.requests},
+          {"connections", c.connections},
+          {"launches", launches},
+          {"spread_pct", spread},
+          {"skipped", c.skipped.empty() ? json(nullptr) : json(c.skipped)},
+          {"seconds", number(c.seconds)}};
+}
+
 json error_json(const GateResult& r) {
   if (r.verdict != Verdict::kError) return nullptr;
   return r.error.empty() ? "no verdict could be made" : r.error;
@@ -258,6 +280,7 @@ json json_report(const GateResult& result) {
               {"shards", shards_json(result.shards)},
               {"paired", paired_json(result.paired)}};
   if (result.sequential) out["sequential"] = sequential_json(*result.sequential);
+  if (auto cost = cost_json(result.cost); !cost.is_null()) out["cost"] = valid_strings(cost);
   if (result.shard) out["shard"] = shard_json(*result.shard);
   return valid_strings(out);
 }

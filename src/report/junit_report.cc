@@ -101,6 +101,13 @@ Case saturation_case(const Saturation& s) {
   return out;
 }
 
+// A cost phase that could not count is visible as skipped, not silently absent.
+std::optional<Case> cost_case(const CostRun& cost) {
+  if (cost.skipped.empty()) return std::nullopt;
+  std::string message = "cost phase skipped: " + cost.skipped;
+  return Case{"cost", Outcome::kSkipped, "unavailable", message, message + "\n"};
+}
+
 Case error_case(const GateResult& r) {
   std::string message = r.error.empty() ? "no verdict could be made" : r.error;
   return {"run", Outcome::kError, "error", message, message + "\n"};
@@ -122,6 +129,7 @@ std::vector<Case> cases_of(const GateResult& r) {
   for (const MetricCheck& check : r.checks)
     if (check.gated) cases.push_back(check_case(check, r.saturation));
   cases.push_back(saturation_case(r.saturation));
+  if (auto cost = cost_case(r.cost)) cases.push_back(*cost);
   make_names_unique(cases);
   return cases;
 }

@@ -165,6 +165,21 @@ RunFigures stored_run_figures(const RunRecord& run, int block) {
   return per_launch_figures(run.iterations, cpu, block);
 }
 
+CostBaseline cost_baseline(BaselineStore& store, const Baseline& baseline, const std::string& key) {
+  CostBaseline out;
+  out.unit = "runs";
+  if (key.empty()) return out;
+  for (int64_t id : baseline.run_ids) {
+    auto run = store.run(id);
+    if (!run || !run->cost.ran() || run->cost.key != key) continue;
+    MetricSet unit;
+    for (const auto& def : cost_metric_defs())
+      if (auto v = run->cost.values(def.key); !v.empty()) unit[std::string(def.key)] = median(v);
+    out.units.push_back(std::move(unit));
+  }
+  return out;
+}
+
 std::optional<double> stored_shared_cpu_pct(const RunRecord& run) {
   auto shares = shared_cpu_by_iteration(run.host_samples_json, run.iterations.size());
   double weighted = 0;

@@ -7,6 +7,7 @@
 
 #include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
+#include "perfgate/store/cost_record.h"
 
 namespace perfgate {
 namespace {
@@ -294,6 +295,7 @@ RunRecord run_from(const json& j) {
     throw Error("review.state must be \"accepted\", \"rejected\" or \"\", got \"" +
                 run.review.state + "\"");
   run.host_samples_json = optional_text(j, "host_samples", kLongText);
+  if (j.contains("cost")) run.cost = cost_from_json(j.at("cost").dump());
   read_iterations(array_at(j, "iterations", ""), run);
   return run;
 }
@@ -334,6 +336,7 @@ std::string to_json_line(const RunRecord& run, bool with_id) {
             {"host_samples", run.host_samples_json},
             {"iterations", iterations}};
   if (!run.pair.empty()) j["pair"] = run.pair;
+  if (auto cost = cost_to_json(run.cost); !cost.empty()) j["cost"] = json::parse(cost);
   if (with_id) j["id"] = run.id;
   return j.dump();
 }

@@ -138,13 +138,19 @@ void migrate_v4_to_v5(Db db) {
   }
 }
 
+// v6: the cost phase's counts of a run (cost_record.h), one JSON object.
+void migrate_v5_to_v6(Db db) {
+  exec(db, "ALTER TABLE runs ADD COLUMN cost_json TEXT NOT NULL DEFAULT ''");
+}
+
 using Migration = void (*)(Db);
 
 // migrations()[n] takes a store from schema n to n + 1. A new schema appends a
 // step here and bumps BaselineStore::kSchemaVersion; old steps never change.
 std::span<const Migration> migrations() {
-  static constexpr std::array<Migration, 5> kSteps = {
-      create_schema_v1, migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4, migrate_v4_to_v5};
+  static constexpr std::array<Migration, 6> kSteps = {create_schema_v1, migrate_v1_to_v2,
+                                                      migrate_v2_to_v3, migrate_v3_to_v4,
+                                                      migrate_v4_to_v5, migrate_v5_to_v6};
   static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
   return kSteps;
 }

@@ -43,6 +43,10 @@ std::span<const MetricDef> metric_defs();
 /// cost (`service_cpu_us_per_request`, `requests_per_service_cpu_s`). Their `of`
 /// is nullptr; run_figures() computes them.
 std::span<const MetricDef> host_metric_defs();
+/// Figures counted by the cost phase's instrument (`instructions_per_request`,
+/// `estimated_cycles_per_request`, `syscalls_per_request`): judged by
+/// check_costs() (cost_check.h), not by the timed metrics' tests.
+std::span<const MetricDef> cost_metric_defs();
 /// nullptr when `key` names no metric; accepts metric or threshold keys, of
 /// either list.
 const MetricDef* find_metric(std::string_view key);

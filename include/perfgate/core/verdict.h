@@ -115,6 +115,9 @@ struct DecisionSettings {
   /// A sequential look: maps a metric's single-look level (after the family's
   /// split) to the level this look judges at (SequentialPlan::look_confidence).
   std::function<double(double)> look_level = nullptr;
+  /// Tested metrics judged outside judge() (the cost phase's counts,
+  /// cost_check.h) that share the run's one false-fail budget.
+  int extra_family = 0;
 };
 
 /// The level each of `family` tested metrics is judged at so that the run as a

@@ -3,12 +3,24 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 #include "perfgate/core/cpu_list.h"
 #include "perfgate/profile/profile.h"
 
 namespace perfgate {
+
+/// How perfgate starts a service, beyond its spec: what the cost phase needs.
+struct LaunchOptions {
+  /// Address space not randomised (personality ADDR_NO_RANDOMIZE): addresses
+  /// that differ per launch move hash buckets and allocator paths, hence counts.
+  bool fixed_addresses = false;
+  /// Runs in perfgate while the child waits just before its exec: a counter
+  /// opened on the child's PID here counts everything the service runs, every
+  /// thread and process it starts included. A throw ends the child.
+  std::function<void(pid_t)> before_exec;
+};
 
 /// The service under test, started by perfgate in its own process group and
 /// always stopped with it: SIGTERM to the group, SIGKILL after a grace period.
@@ -21,8 +33,9 @@ namespace perfgate {
 class ServiceProcess {
  public:
   /// Starts `spec.command`, on `cpus` when not empty (it and every process it
-  /// starts inherit them); throws Error when it cannot be started.
-  explicit ServiceProcess(const ServiceSpec& spec, const CpuList& cpus = {});
+  /// starts inherit them), as `launch` says; throws Error when it cannot be started.
+  explicit ServiceProcess(const ServiceSpec& spec, const CpuList& cpus = {},
+                          const LaunchOptions& launch = {});
   ~ServiceProcess();
   ServiceProcess(const ServiceProcess&) = delete;
   ServiceProcess& operator=(const ServiceProcess&) = delete;
@@ -44,6 +57,7 @@ class ServiceProcess {
   const std::string& command() const { return spec_.command.front(); }
 
  private:
+  void release_child(const std::function<void(pid_t)>& before_exec, int go[2]);
   void start_guardian();
   void dismiss_guardian();
   void reap_group();

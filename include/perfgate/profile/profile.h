@@ -121,6 +121,22 @@ struct PlacementSpec {
   std::vector<int> service;
 };
 
+/// `cost`: the counted cost phase (docs/cost.md). After the timed windows the
+/// service is started again under an instrument that counts instead of timing,
+/// and exactly `requests` requests are sent in a fixed order.
+struct CostSpec {
+  std::string instrument = "off";  // off | callgrind | perf | auto (what the runner has)
+  int requests = 1000;             // counted per launch
+  int warmup_requests = 200;       // sent before the counters are zeroed
+  int connections = 1;             // 1: the only setting measured bit-identical
+  int launches = 2;                // per side; their spread is the counts' noise check
+  bool cache_sim = false;          // callgrind's cache simulation: estimated cycles
+  bool required = false;           // an instrument that is not there: exit 3, not a skip
+  Nanos ready_timeout = std::chrono::seconds(120);  // under Valgrind a start is ~20x slower
+  Nanos timeout = std::chrono::seconds(30);         // per response
+  bool enabled() const { return instrument != "off"; }
+};
+
 struct Profile {
   std::string name;
   std::string description;
@@ -136,6 +152,7 @@ struct Profile {
   std::vector<std::string> redact;  // more header names whose values are never written
   std::optional<PairedSpec> paired;
   PlacementSpec placement;
+  CostSpec cost;
   /// `store.raw_samples: "always"`: the store keeps every run's raw host samples,
   /// not only those of runs a saturation rule flagged.
   bool keep_raw_samples = false;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "perfgate/core/cost_run.h"
 #include "perfgate/core/load_result.h"
 #include "perfgate/core/verdict.h"
 #include "perfgate/host/host_fingerprint.h"
@@ -101,6 +102,7 @@ struct GateResult {
   std::vector<ShardSummary> shards;  // a merged run's shards, by index; empty otherwise
   std::optional<PairedSummary> paired;
   std::optional<SequentialSummary> sequential;
+  CostRun cost;  // the cost phase's counts (docs/cost.md); empty when it did not run
 };
 
 }  // namespace perfgate

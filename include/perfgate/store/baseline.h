@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "perfgate/core/cost_check.h"
 #include "perfgate/core/metrics.h"
 #include "perfgate/core/verdict.h"
 #include "perfgate/store/baseline_store.h"
@@ -62,7 +63,14 @@ struct BaselineSelection {
   /// Why runs existed but none could be compared (another placement class):
   /// the run is inconclusive, not unjudged. "" otherwise.
   std::string incomparable;
+  /// The cost phase's counts to compare with: the baseline runs' of the same
+  /// cost key (cost_baseline()), or a paired run's other side.
+  CostBaseline cost;
 };
+
+/// The cost counts of `baseline`'s runs whose cost phase ran with `key`, one
+/// unit per run (its launches' median): counts compare only within one key.
+CostBaseline cost_baseline(BaselineStore& store, const Baseline& baseline, const std::string& key);
 
 /// The share of a stored run's kept samples in which a busy load thread and a
 /// busy service thread last ran on one CPU, weighted by samples; nullopt when

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "perfgate/core/cost_run.h"
 #include "perfgate/core/load_result.h"
 #include "perfgate/core/verdict.h"
 #include "perfgate/host/host_fingerprint.h"
@@ -46,6 +47,8 @@ struct RunRecord {
   /// The service's CPU seconds per iteration (service_cpu_s[i] for
   /// iterations[i]) when it was measured; empty otherwise.
   std::vector<double> service_cpu_s;
+  /// The cost phase's counts (docs/cost.md); empty when it did not run.
+  CostRun cost;
   /// The host sampler's series as one JSON document; empty when none.
   std::string host_samples_json;
 

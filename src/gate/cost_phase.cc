@@ -1,0 +1,251 @@
+#include "cost_phase.h"
+
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "perfgate/core/error.h"
+#include "perfgate/host/callgrind_session.h"
+#include "perfgate/host/cost_key.h"
+#include "perfgate/host/service_process.h"
+#include "perfgate/load/request_sequence.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// A launch's own folder for vgdb's FIFOs and the dumps, removed with them.
+class CostFolder {
+ public:
+  CostFolder() {
+    std::error_code ec;
+    fs::path base = fs::temp_directory_path(ec);
+    std::string name = (ec ? fs::path("/tmp") : base) / "perfgate-cost-XXXXXX";
+    if (!mkdtemp(name.data())) throw Error("cost phase: cannot make a folder like " + name);
+    path_ = name;
+  }
+  ~CostFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  CostFolder(const CostFolder&) = delete;
+  CostFolder& operator=(const CostFolder&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+CallgrindOptions callgrind_options(const Profile& profile) {
+  return {profile.cost.cache_sim, true};
+}
+
+// What Valgrind said when the service did not come up under it: the last
+// line of its logs, without the "==PID== " prefix.
+std::string valgrind_said(const fs::path& folder) {
+  std::string last;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    if (entry.path().filename().string().rfind("valgrind.", 0) != 0) continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      if (auto end = line.find("== "); line.rfind("==", 0) == 0 && end != std::string::npos)
+        line = line.substr(end + 3);
+      if (!line.empty()) last = line;
+    }
+  }
+  return last.empty() ? "" : " (under valgrind: " + last.substr(0, 300) + ")";
+}
+
+void log_failures(const SequenceOutcome& out, const char* what) {
+  if (out.failed > 0)
+    spdlog::warn(
+        "cost phase: {} of {} {} responses were not successes (first: {}); their cost "
+        "is counted as it is",
+        out.failed, out.answered, what, out.first_failure);
+}
+
+// One launch: started under callgrind, warmed up, zeroed, N requests counted.
+MetricSet count_launch(const Profile& profile, const std::atomic<bool>& stop) {
+  const CostSpec& cost = profile.cost;
+  CostFolder folder;
+  CallgrindSession session(folder.path(), callgrind_options(profile));
+  ServiceSpec spec = *profile.service;
+  spec.command = session.wrap(spec.command);
+  spec.ready_timeout = cost.ready_timeout;
+  ServiceProcess service(spec, {}, LaunchOptions{true, nullptr});
+  try {
+    service.wait_ready(stop);
+  } catch (const Error& e) {
+    throw Error("cost phase: " + std::string(e.what()) + valgrind_said(folder.path()));
+  }
+  session.monitor("instrumentation on", cost.timeout);
+  RequestSequence requests(profile, cost.connections, cost.timeout);
+  if (cost.warmup_requests > 0) log_failures(requests.send(cost.warmup_requests, stop), "warm-up");
+  session.monitor("zero", cost.timeout);
+  auto counted = requests.send(cost.requests, stop);
+  session.monitor("dump perfgate", cost.timeout);
+  log_failures(counted, "counted");
+  auto totals = session.last_dump();
+  service.stop();
+  return per_request_costs(totals, counted.answered);
+}
+
+// One launch with the PMU: no Valgrind, the counter opened before the exec
+// and read around the counted requests.
+MetricSet count_launch_pmu(const Profile& profile, const CounterFactory& counters,
+                           const std::atomic<bool>& stop) {
+  const CostSpec& cost = profile.cost;
+  auto counter = counters();
+  LaunchOptions launch{true, [&counter](pid_t pid) { counter->open(pid); }};
+  ServiceProcess service(*profile.service, {}, launch);
+  service.wait_ready(stop);
+  RequestSequence requests(profile, cost.connections, cost.timeout);
+  if (cost.warmup_requests > 0) log_failures(requests.send(cost.warmup_requests, stop), "warm-up");
+  double before = counter->read();
+  auto counted = requests.send(cost.requests, stop);
+  double after = counter->read();
+  log_failures(counted, "counted");
+  service.stop();
+  if (counted.answered <= 0) throw Error("cost phase: no request was counted");
+  return {{"instructions_per_request", (after - before) / counted.answered}};
+}
+
+MetricSet count_one(const Profile& profile, const CostInstrument& instrument,
+                    const CounterFactory& counters, const std::atomic<bool>& stop) {
+  return instrument.name == "perf" ? count_launch_pmu(profile, counters, stop)
+                                   : count_launch(profile, stop);
+}
+
+CostRun started_run(const Profile& profile, const CostInstrument& instrument) {
+  CostRun run;
+  run.instrument = instrument.name;
+  run.requests = profile.cost.requests;
+  run.connections = profile.cost.connections;
+  std::string options = "user-space instructions, inherited";
+  if (instrument.name == "callgrind")
+    options = CallgrindSession(".", callgrind_options(profile)).counting_options();
+  run.key = cost_key(instrument.name, instrument.version, options, profile.cost);
+  return run;
+}
+
+std::string kernel_release() {
+  utsname u{};
+  return uname(&u) == 0 ? std::string("linux-") + u.release : "linux";
+}
+
+void log_launch(const std::string& side, int launch, const MetricSet& counts) {
+  spdlog::info("cost phase: {}launch {}: {:.1f} instructions per request", side, launch + 1,
+               counts.at("instructions_per_request"));
+}
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+}  // namespace
+
+CostInstrument find_instrument(const Profile& profile, const CounterFactory& counters) {
+  CostInstrument out;
+  const CostSpec& cost = profile.cost;
+  if (!cost.enabled()) return out;
+  if (!profile.service || profile.service->command.empty()) {
+    out.unavailable =
+        "the cost phase counts a service that perfgate starts (service.command); this one is "
+        "only watched";
+    return out;
+  }
+  std::string no_pmu;
+  if (cost.instrument == "perf" || cost.instrument == "auto") {
+    no_pmu = counters()->unavailable();
+    if (no_pmu.empty()) return {"perf", kernel_release(), ""};
+    if (cost.instrument == "perf") return {"", "", no_pmu};
+  }
+  out.unavailable = callgrind_unavailable(profile.service->command.front(), out.version);
+  if (out.unavailable.empty()) out.name = "callgrind";
+  if (!no_pmu.empty() && !out.unavailable.empty())
+    out.unavailable = no_pmu + "; " + out.unavailable;
+  return out;
+}
+
+int planned_cost_family(const Profile& profile) {
+  if (!profile.cost.enabled()) return 0;
+  int family = 0;
+  for (const auto& def : cost_metric_defs()) {
+    if (def.key == "estimated_cycles_per_request" && !profile.cost.cache_sim) continue;
+    auto it = profile.thresholds.find(def.key);
+    if (it != profile.thresholds.end() && (it->second.warn_pct || it->second.fail_pct)) ++family;
+  }
+  return family;
+}
+
+CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
+                     const std::atomic<bool>& stop, const CounterFactory& counters) {
+  CostRun run;
+  if (!profile.cost.enabled()) return run;
+  if (instrument.name.empty()) {
+    if (profile.cost.required) throw Error("cost phase required: " + instrument.unavailable);
+    run.skipped = instrument.unavailable;
+    return run;
+  }
+  run = started_run(profile, instrument);
+  auto started = Clock::now();
+  for (int i = 0; i < profile.cost.launches && !stop; ++i) {
+    run.launches.push_back(count_one(profile, instrument, counters, stop));
+    log_launch("", i, run.launches.back());
+  }
+  run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return run;
+}
+
+PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline,
+                               const std::atomic<bool>& stop, const CounterFactory& counters) {
+  PairedCost out;
+  auto instrument = find_instrument(candidate, counters);
+  if (instrument.name.empty()) {
+    out.candidate = measure_cost(candidate, instrument, stop, counters);
+    out.baseline = out.candidate;
+    return out;
+  }
+  auto started = Clock::now();
+  out.baseline = started_run(baseline, instrument);
+  out.candidate = started_run(candidate, instrument);
+  // In turns, and each pair of launches in the other order from the last.
+  for (int i = 0; i < candidate.cost.launches && !stop; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      bool base = (k == 0) == (i % 2 == 0);
+      CostRun& side = base ? out.baseline : out.candidate;
+      side.launches.push_back(count_one(base ? baseline : candidate, instrument, counters, stop));
+      log_launch(base ? "baseline " : "candidate ", i, side.launches.back());
+    }
+  }
+  out.candidate.seconds = out.baseline.seconds =
+      std::chrono::duration<double>(Clock::now() - started).count();
+  return out;
+}
+
+std::string cost_note(const CostRun& cost, const std::string& side) {
+  if (!cost.skipped.empty()) return "cost phase skipped: " + cost.skipped;
+  if (!cost.ran()) return "";
+  auto v = cost.values("instructions_per_request");
+  std::string text = "cost phase (" + cost.instrument + "): " + side + "instructions_per_request " +
+                     fixed(median(v), 1) + " over " + std::to_string(v.size()) +
+                     " launches (spread " + fixed(cost.spread_pct("instructions_per_request"), 3) +
+                     "%), " + std::to_string(cost.requests) + " requests x " +
+                     std::to_string(cost.connections) + " connection" +
+                     (cost.connections == 1 ? "" : "s") + " each, " + fixed(cost.seconds, 1) + " s";
+  return text;
+}
+
+}  // namespace perfgate

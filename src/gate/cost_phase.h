@@ -1,0 +1,55 @@
+#pragma once
+
+// Internal to the gate stage: the cost phase (docs/cost.md). After the timed
+// windows, each side's service is launched again under an instrument that
+// counts instead of timing; exactly `cost.requests` requests in a fixed order
+// are counted per launch. Paired runs count both sides, launch by launch in
+// turns; stored runs compare with runs of the same cost key.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "perfgate/core/cost_run.h"
+#include "perfgate/host/instruction_counter.h"
+#include "perfgate/profile/profile.h"
+
+namespace perfgate {
+
+/// Makes the hardware counter of one launch (the PMU; a fake in tests).
+using CounterFactory = std::function<std::unique_ptr<InstructionCounter>()>;
+
+/// The instrument `cost.instrument` names, or why none can count here: one
+/// line naming what is missing. "auto" takes the PMU where `counters` says it
+/// counts (no slowdown), else callgrind.
+struct CostInstrument {
+  std::string name;         // "callgrind" or "perf"; "" when unavailable
+  std::string version;      // "valgrind-3.19.0"; the kernel's release for perf
+  std::string unavailable;  // why not, when name is ""
+};
+CostInstrument find_instrument(const Profile& profile, const CounterFactory& counters);
+
+/// The cost metrics the profile's phase can count and has relative limits for:
+/// they join the run's false-fail budget from its first look on.
+int planned_cost_family(const Profile& profile);
+
+/// One side's cost phase: `profile.cost.launches` launches of `profile`'s
+/// service under the instrument. An instrument that is not there gives a
+/// CostRun with `skipped` set (Error when `cost.required`); a service that
+/// cannot be counted (it exits, vgdb gets no answer) is an Error.
+CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
+                     const std::atomic<bool>& stop, const CounterFactory& counters);
+
+/// Both sides of a paired run, launch by launch in turns (baseline first).
+struct PairedCost {
+  CostRun baseline;
+  CostRun candidate;
+};
+PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline,
+                               const std::atomic<bool>& stop, const CounterFactory& counters);
+
+/// The phase's outcome as a note for the result: counts and spread, or why skipped.
+std::string cost_note(const CostRun& cost, const std::string& side = "");
+
+}  // namespace perfgate

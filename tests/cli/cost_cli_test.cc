@@ -1,0 +1,168 @@
+// The cost phase end to end: the real binary starts a real service under
+// Valgrind's callgrind, counts exactly N requests per launch, and gates on
+// instructions per request, in stored and in paired mode. The service is a
+// small server built without sanitizers (tests/tools/counted_server.cc), whose
+// --work-rounds plants an exact regression.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace perfgate {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::CommandResult;
+using testing::TempDir;
+
+const char* kQuiet = R"({ "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+    "steal": "100%", "memory_available": "0%" })";
+
+std::string service(const std::string& port, const std::string& rounds) {
+  return R"({ "command": [")" + std::string(PERFGATE_COUNTED_SERVER) + R"(", "--port", "${)" +
+         port + R"(}", "--work-rounds", "${)" + rounds + R"(}"],
+      "ready_url": "http://127.0.0.1:${)" +
+         port + R"(}/health" })";
+}
+
+// The timed part is short and gates nothing relative: these tests are about the counts.
+std::string profile(const std::string& cost, bool paired) {
+  std::string text = R"({ "name": "cost-test",
+  "target": { "url": "http://127.0.0.1:${PORT}/" },
+  "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
+  "repeat": { "count": )" +
+                     std::string(paired ? "6" : "2") +
+                     R"(, "discard": 0 },
+  "saturation": )" + kQuiet +
+                     R"(,
+  "thresholds": { "error_rate": { "max": "1%" } },
+  "service": )" + service("PORT", "ROUNDS");
+  if (paired)
+    text += R"(,
+  "paired": { "baseline": { "origin": "http://127.0.0.1:${BASE_PORT}", "commit": "0ld",
+      "service": )" +
+            service("BASE_PORT", "BASE_ROUNDS") +
+            R"( }, "leg_warmup": "0s", "disturbance": "100%" })";
+  if (!cost.empty()) text += ",\n  \"cost\": " + cost;
+  return text + "\n}";
+}
+
+const char* kCost = R"({ "instrument": "callgrind", "requests": 200, "warmup_requests": 40 })";
+
+class CostCliTest : public ::testing::Test {
+ protected:
+  CommandResult run(std::map<std::string, std::string> env, std::vector<std::string> extra = {}) {
+    env.emplace("PORT", std::to_string(testing::unused_port()));
+    env.emplace("BASE_PORT", std::to_string(testing::unused_port()));
+    std::vector<std::string> args = {testing::perfgate_binary(),
+                                     "run",
+                                     profile_.string(),
+                                     "--store",
+                                     store_.string(),
+                                     "--json",
+                                     json_.string(),
+                                     "--junit",
+                                     junit_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = testing::run_command(args, env, {}, 240);
+    last_ = fs::exists(json_) ? json::parse(testing::read_file(json_)) : json();
+    return r;
+  }
+  const json& metric(const std::string& key) { return last_["metrics"][key]; }
+
+  TempDir dir_;
+  fs::path profile_ = dir_ / "cost.json";
+  fs::path store_ = dir_ / "perfgate.db";
+  fs::path json_ = dir_ / "result.json";
+  fs::path junit_ = dir_ / "junit.xml";
+  json last_;
+};
+
+// Stored mode: two launches count the same instructions to the last one, a
+// second run of the same build passes against the first, and a build doing
+// 10 % more rounds per request fails on its counts alone.
+TEST_F(CostCliTest, StoredModeCountsExactlyAndCatchesARegression) {
+  testing::write_file(profile_, profile(kCost, false));
+  auto first = run({{"ROUNDS", "2000"}});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const auto& launches = last_["cost"]["launches"];
+  ASSERT_EQ(launches.size(), 2u) << last_["cost"].dump();
+  double instructions = launches[0]["instructions_per_request"];
+  EXPECT_GT(instructions, 2000);  // the loop alone is several instructions a round
+  EXPECT_EQ(launches[1]["instructions_per_request"], instructions) << "counts moved";
+  EXPECT_GT(launches[0]["syscalls_per_request"].get<double>(), 0);
+  EXPECT_EQ(last_["cost"]["spread_pct"]["instructions_per_request"], 0);
+  EXPECT_EQ(last_["cost"]["requests"], 200);
+  EXPECT_EQ(testing::validate_result_json(json_).exit_code, 0);
+
+  auto again = run({{"ROUNDS", "2000"}});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "pass");
+  EXPECT_EQ(metric("instructions_per_request")["change_pct"], 0);
+
+  auto slower = run({{"ROUNDS", "2200"}});
+  EXPECT_EQ(slower.exit_code, 1) << slower.out << slower.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "fail");
+  EXPECT_GT(metric("instructions_per_request")["change_pct"].get<double>(), 2);
+  EXPECT_NE(testing::read_file(junit_).find("instructions_per_request"), std::string::npos);
+}
+
+// Paired mode counts both builds in the same job: the same build passes, a
+// slower one fails, whatever the timed windows said.
+TEST_F(CostCliTest, PairedModeCountsBothSides) {
+  testing::write_file(profile_, profile(kCost, true));
+  auto same = run({{"ROUNDS", "2000"}, {"BASE_ROUNDS", "2000"}});
+  ASSERT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_EQ(metric("instructions_per_request")["change_pct"], 0);
+  EXPECT_NE(same.out.find("baseline side: instructions_per_request"), std::string::npos)
+      << same.out;
+  auto slower = run({{"ROUNDS", "2200"}, {"BASE_ROUNDS", "2000"}});
+  EXPECT_EQ(slower.exit_code, 1) << slower.out << slower.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "fail");
+  EXPECT_EQ(testing::validate_result_json(json_).exit_code, 0);
+}
+
+// No Valgrind on the runner: one line says so, the phase is a skipped JUnit
+// case and the timed verdict stands; a profile that requires it exits 3.
+TEST_F(CostCliTest, WithoutValgrindTheCountIsSkippedOrRequired) {
+  TempDir empty_path;
+  testing::write_file(profile_, profile(kCost, false));
+  auto skipped = run({{"ROUNDS", "10"}, {"PATH", empty_path.path().string()}});
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.out << skipped.err;
+  EXPECT_NE(skipped.out.find("cost phase skipped: valgrind is not installed"), std::string::npos)
+      << skipped.out;
+  auto junit = testing::read_file(junit_);
+  EXPECT_NE(junit.find("name=\"cost\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<skipped"), std::string::npos);
+  EXPECT_EQ(last_["cost"]["skipped"],
+            "valgrind is not installed (Debian: apt-get install valgrind)");
+
+  testing::write_file(profile_,
+                      profile(R"({ "instrument": "callgrind", "required": true })", false));
+  auto required = run({{"ROUNDS", "10"}, {"PATH", empty_path.path().string()}});
+  EXPECT_EQ(required.exit_code, 3);
+  EXPECT_NE(required.err.find("cost phase required: valgrind is not installed"), std::string::npos)
+      << required.err;
+}
+
+// A service perfgate only watches cannot be restarted under an instrument.
+TEST_F(CostCliTest, AWatchedServiceIsNotCounted) {
+  testing::DemoServerProcess server;
+  testing::write_file(profile_, R"({ "name": "watched",
+    "target": { "url": ")" + server.url() +
+                                    R"(" },
+    "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
+    "repeat": { "count": 2, "discard": 0 },
+    "saturation": )" + std::string(kQuiet) +
+                                    R"(,
+    "thresholds": { "error_rate": { "max": "1%" } },
+    "cost": "callgrind" })");
+  auto r = run({});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("counts a service that perfgate starts"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace perfgate

@@ -1,0 +1,79 @@
+// The profile's `cost` section: off by default, tight default limits when on,
+// and one clear line for each wrong value.
+#include <gtest/gtest.h>
+
+#include "perfgate/profile/profile.h"
+
+namespace perfgate {
+namespace {
+
+EnvLookup no_env() {
+  return [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+}
+
+Profile parse(const std::string& cost) {
+  std::string text = R"({ "name": "c", "target": { "url": "http://127.0.0.1:8080/" })" +
+                     (cost.empty() ? "" : ", \"cost\": " + cost) + "}";
+  return parse_profile(text, "p.json", no_env());
+}
+
+std::string problem(const std::string& cost) {
+  try {
+    parse(cost);
+  } catch (const ProfileError& e) {
+    return e.lines().empty() ? "" : e.lines().front();
+  }
+  return "accepted";
+}
+
+TEST(CostProfileTest, OffByDefault) {
+  auto p = parse("");
+  EXPECT_FALSE(p.cost.enabled());
+  EXPECT_FALSE(p.thresholds.contains("instructions_per_request"));
+}
+
+TEST(CostProfileTest, OnWithTightDefaultLimits) {
+  auto p = parse(R"("callgrind")");
+  EXPECT_EQ(p.cost.instrument, "callgrind");
+  EXPECT_EQ(p.cost.requests, 1000);
+  EXPECT_EQ(p.cost.connections, 1);
+  EXPECT_EQ(p.cost.launches, 2);
+  const auto& t = p.thresholds.at("instructions_per_request");
+  EXPECT_EQ(t.warn_pct, 1);
+  EXPECT_EQ(t.fail_pct, 2);
+  auto object = parse(R"({ "requests": 300, "launches": 3, "cache_sim": true, "required": true })");
+  EXPECT_EQ(object.cost.instrument, "callgrind");
+  EXPECT_EQ(object.cost.requests, 300);
+  EXPECT_EQ(object.cost.launches, 3);
+  EXPECT_TRUE(object.cost.cache_sim);
+  EXPECT_TRUE(object.cost.required);
+}
+
+TEST(CostProfileTest, TheProfilesOwnLimitsWin) {
+  std::string text = R"({ "name": "c", "target": { "url": "http://127.0.0.1:8080/" },
+    "cost": "auto",
+    "thresholds": { "instructions_per_request": { "warn": "0.5%", "fail": "1%" } } })";
+  auto p = parse_profile(text, "p.json", no_env());
+  EXPECT_EQ(p.thresholds.at("instructions_per_request").fail_pct, 1);
+}
+
+// The counts have their own key: a cost phase does not start a new series of
+// the timed figures.
+TEST(CostProfileTest, CostIsNotInTheProfileHash) {
+  EXPECT_EQ(parse("").hash, parse(R"("callgrind")").hash);
+}
+
+TEST(CostProfileTest, WrongValuesAreOneLineEach) {
+  EXPECT_NE(problem(R"("valgrind")").find("cost: must be \"off\", \"callgrind\""),
+            std::string::npos)
+      << problem(R"("valgrind")");
+  EXPECT_NE(problem(R"({ "launches": 1 })").find("cost.launches"), std::string::npos);
+  EXPECT_NE(problem(R"({ "requests": 0 })").find("cost.requests"), std::string::npos);
+  EXPECT_NE(problem(R"({ "cache_sim": "yes" })").find("must be true or false"), std::string::npos);
+  EXPECT_NE(problem(R"({ "instrumnt": "perf" })").find("did you mean"), std::string::npos)
+      << problem(R"({ "instrumnt": "perf" })");
+  EXPECT_NE(problem("42").find("must be"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace perfgate
