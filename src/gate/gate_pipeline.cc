@@ -179,8 +179,13 @@ void record_aborted(GateRun& gate, std::optional<BaselineStore>& store, const Pr
 
 std::optional<BaselineStore> open_store(const RunOptions& options) {
   if (!fs::exists(options.store_path)) return std::nullopt;
-  auto mode = options.record ? BaselineStore::Mode::kReadWrite : BaselineStore::Mode::kReadOnly;
-  return BaselineStore::open(options.store_path, mode);
+  if (!options.record)
+    return BaselineStore::open(options.store_path, BaselineStore::Mode::kReadOnly);
+  auto store = BaselineStore::open(options.store_path);
+  // Before the load: a store another process keeps locked is said now, not
+  // after a load whose result could not be stored.
+  check_store_lock(store);
+  return store;
 }
 
 void note_new_levels(BaselineStore& store, const RunRecord& rec, std::vector<std::string>& notes) {
