@@ -7,6 +7,7 @@
 
 #include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
+#include "perfgate/profile/json_text.h"
 
 namespace perfgate {
 namespace {
@@ -335,12 +336,12 @@ std::string to_json_line(const RunRecord& run, bool with_id) {
             {"iterations", iterations}};
   if (!run.pair.empty()) j["pair"] = run.pair;
   if (with_id) j["id"] = run.id;
-  return j.dump();
+  return json_text(j);
 }
 
 RunRecord run_from_json_line(std::string_view line) {
   try {
-    return run_from(json::parse(line));
+    return run_from(parse_json(line, "the run"));
   } catch (const json::exception& e) {
     // nlohmann's "[json.exception.parse_error.101] " is no word of perfgate's.
     std::string what = e.what();
