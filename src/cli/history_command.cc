@@ -20,6 +20,7 @@
 #include "perfgate/gate/store_access.h"
 #include "perfgate/host/host_sampler.h"
 #include "perfgate/profile/json_text.h"
+#include "perfgate/profile/text_limits.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/store_maintenance.h"
@@ -316,6 +317,9 @@ void register_review(CommandSet& commands, const std::string& name, const std::s
   commands.add(cmd, [opt, state](const CommandContext& ctx) {
     if (state == "accepted" && opt->reason.find_first_not_of(" \t") == std::string::npos)
       throw Error("--reason: say why the change is intended");
+    if (opt->reason.size() > kMaxReasonBytes)
+      throw Error("--reason: " + std::to_string(opt->reason.size()) +
+                  " bytes, more than the 16 KiB a stored reason may hold");
     return review(*opt, state, ctx.env);
   });
 }

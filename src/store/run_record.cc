@@ -8,6 +8,7 @@
 #include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 #include "perfgate/profile/json_text.h"
+#include "perfgate/profile/text_limits.h"
 
 namespace perfgate {
 namespace {
@@ -58,9 +59,9 @@ std::string base64_decode(std::string_view text) {
 // negative or too large would wrap (-1 becomes 2^64-1, then a CI of +3.9e18 %),
 // a text without bound fills the history's table, and a type error would
 // surface in nlohmann's words. Each error names the field.
-constexpr size_t kShortText = 1024;             // names, branch, commit, times, states
-constexpr size_t kReasonText = 16 * 1024;       // a reviewer's or saturation reason
-constexpr size_t kLongText = 16 * 1024 * 1024;  // the profile, host samples, a histogram
+constexpr size_t kShortText = kMaxCiTextBytes;   // names, branch, commit, times, states
+constexpr size_t kReasonText = kMaxReasonBytes;  // a reviewer's or saturation reason
+constexpr size_t kLongText = 16 * 1024 * 1024;   // the profile, host samples, a histogram
 // Counts stay exact in a double (the statistics' type): 2^53.
 constexpr uint64_t kLargestCount = uint64_t{1} << 53;
 
