@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "perfgate/core/error.h"
+
 namespace perfgate {
 namespace {
 
@@ -66,6 +68,25 @@ TEST(CiContextTest, LocalRunWithoutAnything) {
   EXPECT_EQ(ci.provider, "local");
   EXPECT_EQ(ci.branch, "");
   EXPECT_EQ(ci.baseline_branch, "");
+}
+
+// Issue 41, item 12: a 2 KiB branch was stored and exported, and the import
+// refused the whole file. The store's import limits hold at the run too.
+TEST(CiContextTest, ATextLongerThanAStoredRunHoldsIsRefused) {
+  CiOverrides flags;
+  flags.branch = std::string(2048, 'b');
+  try {
+    read_ci_context(flags, fake_env({}));
+    ADD_FAILURE() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("branch (--branch, "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(": 2048 bytes; a stored run holds at most 1 KiB there"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(read_ci_context({}, fake_env({{"GITHUB_SHA", std::string(4096, 'c')}})), Error);
+  flags.branch = std::string(1024, 'b');
+  EXPECT_EQ(read_ci_context(flags, fake_env({})).branch.size(), 1024u);
 }
 
 }  // namespace

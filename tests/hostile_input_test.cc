@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sqlite3.h>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -19,6 +21,11 @@
 #include "perfgate/load/load_engine.h"
 #include "perfgate/profile/profile.h"
 #include "perfgate/report/bench_report.h"
+#include "perfgate/store/baseline_store.h"
+#include "perfgate/store/shard.h"
+#include "perfgate/store/store_maintenance.h"
+#include "support/run_record_builder.h"
+#include "support/test_support.h"
 
 namespace perfgate {
 namespace {
@@ -229,6 +236,82 @@ TEST(HostileTarget, AHugeResponseHeaderIsNamedNotOutOfMemory) {
 TEST(HostileTarget, AnHttp09AnswerIsNamedAsSuch) {
   std::string line = probe_error("hello, no status line here\n");
   EXPECT_NE(line.find("no HTTP status line"), std::string::npos) << line;
+}
+
+// Issue 41, item 10: a branch, commit or reason that is not UTF-8 was stored,
+// and every export, `history --json` and import after threw nlohmann's
+// type_error 316. Such bytes are replaced where text becomes JSON.
+TEST(HostileStore, BytesThatAreNotUtf8StillExportAndImport) {
+  testing::TempDir dir;
+  RunRecord run = testing::synthetic_run(1, 1000, 5, "br\xff\xfe");
+  run.ci.commit = "c0\xc3";
+  run.host.fields["cpu_model"] = "cpu\x80";
+  run.saturation.reasons = {"proc \xfe at 99%"};
+  auto store = BaselineStore::open(dir / "s.db");
+  store.record(run);
+  store.set_review(1, {"accepted", "why\xff", "me", "2026-12-01T00:00:00Z"});
+  std::string line;
+  ASSERT_NO_THROW(line = to_json_line(*store.run(1)));
+  EXPECT_EQ(run_from_json_line(line).ci.branch, "br\xef\xbf\xbd\xef\xbf\xbd");
+  std::ostringstream exported;
+  ASSERT_NO_THROW(export_runs(store, exported));
+  // An import checks each line against the stored runs: the bad one among them.
+  std::istringstream good(to_json_line(testing::synthetic_run(2, 1000, 5), false) + "\n");
+  EXPECT_EQ(import_runs(store, good, "good.jsonl").added, 1);
+  std::istringstream again(exported.str());
+  EXPECT_NO_THROW(import_runs(store, again, "exported.jsonl"));
+}
+
+// Issue 41, item 14: PRAGMA user_version = -1 indexed the migrations with
+// size_t(-1) and crashed.
+TEST(HostileStore, ANegativeSchemaVersionIsRefusedNotACrash) {
+  testing::TempDir dir;
+  auto path = dir / "s.db";
+  BaselineStore::open(path).record(testing::synthetic_run(1, 1000, 5));
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_exec(db, "PRAGMA user_version = -1", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  for (auto mode : {BaselineStore::Mode::kReadWrite, BaselineStore::Mode::kReadOnly}) {
+    try {
+      BaselineStore::open(path, mode);
+      ADD_FAILURE() << "opened";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("schema version -1, which no perfgate writes"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// Issue 41, item 15: a 300,000-deep array where a shard's run is, or an export
+// line, overflowed the stack in the recursive dump(). Refused at the read.
+TEST(HostileJson, ADocumentNestedThreeHundredThousandDeepIsRefused) {
+  std::string deep = std::string(300'000, '[') + std::string(300'000, ']');
+  testing::TempDir dir;
+  testing::write_file(dir / "shard.json", R"({"shard": {"format": 1}, "run": )" + deep + "}");
+  try {
+    read_shard_file(dir / "shard.json");
+    ADD_FAILURE() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("JSON nested deeper than 100 levels"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(run_from_json_line(deep), Error);
+}
+
+// Issue 41, item 20: a shard "format" that is an array printed nlohmann's words.
+TEST(HostileJson, AShardFormatThatIsAnArrayIsNamedInPerfgatesWords) {
+  testing::TempDir dir;
+  testing::write_file(dir / "shard.json", R"({"shard": {"format": [1, 2]}, "run": {}})");
+  try {
+    read_shard_file(dir / "shard.json");
+    ADD_FAILURE() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(": shard format [1,2], this perfgate reads format"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

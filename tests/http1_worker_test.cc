@@ -94,6 +94,29 @@ TEST_P(Http1WorkerTest, Row12_AStatusListedAsSuccessIsNoError) {
   EXPECT_EQ(listed.error_rate_pct(), 0.0);
 }
 
+// Issue 41, item 1: a server that holds a kept-alive connection's next request,
+// then closes it. The request resent on a new connection is the same request:
+// the time already waited is in its latency, not dropped as a reconnect's.
+TEST_P(Http1WorkerTest, AStallThenACloseKeepsTheRequestsStartTime) {
+  constexpr auto kStall = 150ms;
+  ScriptedServer server({.response = std::string(kKeepAliveResponse), .stall_then_close = kStall});
+  for (double rate : {0.0, 50.0}) {  // closed, then open model
+    SCOPED_TRACE(rate > 0 ? "open model" : "closed model");
+    LoadPlan plan = short_plan(server.url());
+    plan.threads = 1;
+    plan.connections = 1;
+    plan.duration = 600ms;
+    plan.rate = rate;
+    IterationStats total = everything(run(plan));
+    ASSERT_GT(total.responses, 1u);
+    EXPECT_EQ(total.errors.total(), 0u);  // a stale reconnect, still no error
+    EXPECT_GE(total.latency.max_ns(), static_cast<uint64_t>(Nanos(kStall).count()));
+    if (rate > 0) {
+      EXPECT_GE(total.latency_uncorrected.max_ns(), static_cast<uint64_t>(Nanos(kStall).count()));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, Http1WorkerTest, ::testing::Values("native", "curl"));
 
 }  // namespace

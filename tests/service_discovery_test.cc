@@ -113,6 +113,21 @@ TEST(ServiceDiscovery, ProfileKeysNameTheServiceBeforeAnyListener) {
   EXPECT_EQ(found.service->how, "named by service.process_name");
 }
 
+// Issue 41, item 5: a pid_file holding 4294967297 wrapped to PID 1, and init's
+// CPU was charged as the service's. A number past pid_t's range names nobody
+// (2^32 + 400 wrapped to the fixture's PID 400).
+TEST(ServiceDiscovery, APidFileNumberPastAPidsRangeNamesNoProcess) {
+  testing::TempDir dir;
+  for (const char* text : {"4294967696\n", "-1\n"}) {
+    testing::write_file(dir / "service.pid", text);
+    ServiceQuery q;
+    q.self = 1000;
+    q.pid_file = (dir / "service.pid").string();
+    auto found = find_service(ProcReader(kRoot), CgroupReader(kRoot), q);
+    EXPECT_FALSE(found.service) << text << " gave PID " << found.service->pid;
+  }
+}
+
 TEST(ServiceDiscovery, OwnCgroupRule) {
   EXPECT_TRUE(own_cgroup("/system.slice/api.service", "/user.slice/user-0.slice/session-1.scope"));
   EXPECT_TRUE(own_cgroup("/docker/3f2a", "/"));

@@ -8,6 +8,7 @@
 #include "perfgate/cli/command.h"
 #include "perfgate/core/checked.h"
 #include "perfgate/load/load_engine.h"
+#include "perfgate/profile/json_text.h"
 #include "perfgate/report/bench_report.h"
 #include "perfgate/report/json_report.h"
 #include "perfgate/report/output_file.h"
@@ -83,7 +84,7 @@ int run_bench(const BenchArgs& args, const CommandContext& ctx) {
   if (!args.json_path.empty()) {
     auto judgement = judge(run_figures(result.iterations), nullptr, {}, {});
     nlohmann::json out{{"metrics", metrics_json(judgement.checks)}};
-    write_output_file(args.json_path, out.dump(2) + "\n");
+    write_output_file(args.json_path, json_text(out, 2) + "\n");
   }
   return ctx.stop ? to_int(ExitStatus::kError) : 0;
 }

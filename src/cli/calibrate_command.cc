@@ -16,6 +16,7 @@
 #include "perfgate/gate/gate.h"
 #include "perfgate/gate/store_access.h"
 #include "perfgate/host/placement.h"
+#include "perfgate/profile/json_text.h"
 #include "perfgate/report/output_file.h"
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/calibration.h"
@@ -183,7 +184,7 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   auto calibration = calibrate(figures, profile, ask);
   std::cout << calibration_report(calibration);
   if (!opt.json_path.empty()) {
-    write_output_file(opt.json_path, calibration_json(calibration, ids).dump(2) + "\n");
+    write_output_file(opt.json_path, json_text(calibration_json(calibration, ids), 2) + "\n");
   }
   return 0;
 }

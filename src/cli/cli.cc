@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "perfgate/core/printable.h"
 #include "perfgate/core/stop_signal.h"
 #include "perfgate/report/github_annotations.h"
+#include "perfgate/store/store_lock.h"
 
 #include "printable_output.h"
 
@@ -124,6 +126,7 @@ struct CommandLine {
   CLI::App app{"perfgate: a performance gate for CI pipelines"};
   CommandSet commands{app};
   std::string log_level = "info";
+  std::string lock_wait;
   bool quiet = false;
 
   CommandLine() {
@@ -141,6 +144,8 @@ struct CommandLine {
             },
             "LEVEL"));
     app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
+    app.add_option("--lock-wait", lock_wait,
+                   "How long to wait in all for a store another process has locked (default 30s)");
     register_run_command(commands);
     register_bench_command(commands);
     register_validate_command(commands);
@@ -210,6 +215,9 @@ int run_cli(int argc, char** argv) {
   PrintableOutput printable_stdout(std::cout);
   try {
     setup_logging(cli.log_level, cli.quiet);
+    if (!cli.lock_wait.empty())
+      set_store_lock_wait(std::chrono::duration_cast<std::chrono::milliseconds>(
+          duration_flag("--lock-wait", cli.lock_wait)));
     install_stop_handlers();
     int exit_code = cli.commands.run_selected({cli_environment(), stop_requested()});
     check_stdout_written(printable_stdout);

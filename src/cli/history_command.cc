@@ -19,6 +19,8 @@
 #include "perfgate/gate/progress.h"
 #include "perfgate/gate/store_access.h"
 #include "perfgate/host/host_sampler.h"
+#include "perfgate/profile/json_text.h"
+#include "perfgate/profile/text_limits.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/store_maintenance.h"
@@ -159,7 +161,7 @@ int history(const HistoryOptions& opt) {
     if (opt.json) {
       json out = json::array();
       for (const auto& cp : points) out.push_back(change_point_json(cp));
-      std::cout << out.dump(2) << "\n";
+      std::cout << json_text(out, 2) << "\n";
       return 0;
     }
     for (const auto& cp : points) std::cout << change_point_line(cp);
@@ -179,7 +181,7 @@ int history(const HistoryOptions& opt) {
     each_run([&](const RunRecord& run) {
       json one = run_json(run, stored_run_figures(run));
       one["change_points"] = opened(run);
-      std::string text = one.dump(2);
+      std::string text = json_text(one, 2);
       for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 3))
         text.replace(at, 1, "\n  ");
       std::cout << (first ? "\n  " : ",\n  ") << text;
@@ -315,6 +317,9 @@ void register_review(CommandSet& commands, const std::string& name, const std::s
   commands.add(cmd, [opt, state](const CommandContext& ctx) {
     if (state == "accepted" && opt->reason.find_first_not_of(" \t") == std::string::npos)
       throw Error("--reason: say why the change is intended");
+    if (opt->reason.size() > kMaxReasonBytes)
+      throw Error("--reason: " + std::to_string(opt->reason.size()) +
+                  " bytes, more than the 16 KiB a stored reason may hold");
     return review(*opt, state, ctx.env);
   });
 }

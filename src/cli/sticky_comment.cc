@@ -7,8 +7,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "perfgate/core/bounded_read.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/printable.h"
+#include "perfgate/profile/json_text.h"
 
 namespace perfgate {
 namespace {
@@ -86,9 +88,12 @@ std::string checked_path_part(const std::string& value, const char* name, bool d
 
 std::optional<int64_t> event_pull_request(const std::string& event_path) {
   if (event_path.empty()) return std::nullopt;
+  if (auto kind = special_file_kind(event_path); !kind.empty())
+    throw Error("comment: GITHUB_EVENT_PATH " + event_path + " is " + kind +
+                ", not the event file GitHub writes");
   std::ifstream in(event_path);
   if (!in) throw Error("comment: cannot read GITHUB_EVENT_PATH " + event_path);
-  json event = json::parse(in, nullptr, false);
+  json event = parse_json_or_discarded(in);
   if (event.is_discarded())
     throw Error("comment: GITHUB_EVENT_PATH " + event_path + " is not JSON");
   auto pr = event.find("pull_request");
@@ -115,12 +120,12 @@ std::optional<int64_t> ref_pull_request(const std::string& ref) {
 
 // The server's own words, one line, short, and never the token.
 std::string server_message(const std::string& body, const std::string& token) {
-  json j = json::parse(body, nullptr, false);
+  json j = parse_json_or_discarded(body);
   std::string text;
   if (j.is_object()) {
     for (const char* key : {"message", "error_description", "error"})
       if (auto it = j.find(key); it != j.end()) {
-        text = it->is_string() ? it->get<std::string>() : it->dump();
+        text = it->is_string() ? it->get<std::string>() : json_text(*it);
         break;
       }
   }
@@ -171,7 +176,7 @@ HttpResponse checked(const HttpClient& http, const CommentThread& thread,
 }
 
 json parsed(const HttpResponse& response, const std::string& what) {
-  json j = json::parse(response.body, nullptr, false);
+  json j = parse_json_or_discarded(response.body);
   if (j.is_discarded()) throw Error("comment: " + what + ": the answer is not JSON");
   return j;
 }

@@ -36,4 +36,21 @@ BoundedRead read_bounded(const std::filesystem::path& path, size_t max_bytes) {
   return out;
 }
 
+std::string special_file_kind(const std::filesystem::path& path) {
+  std::error_code ec;
+  switch (std::filesystem::status(path, ec).type()) {
+    case std::filesystem::file_type::fifo:
+      return "a FIFO (named pipe)";
+    case std::filesystem::file_type::character:
+    case std::filesystem::file_type::block:
+      return "a device";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    case std::filesystem::file_type::directory:
+      return "a folder";
+    default:
+      return "";
+  }
+}
+
 }  // namespace perfgate

@@ -8,6 +8,7 @@
 
 #include "cost_phase.h"
 #include "gate_pipeline.h"
+#include "perfgate/gate/store_access.h"
 #include "perfgate/host/host_sampler.h"
 #include "perfgate/report/console_report.h"
 #include "perfgate/report/github_annotations.h"
@@ -135,7 +136,7 @@ GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStor
     return r;
   }
   if (!store) store = BaselineStore::open(options.store_path);
-  r.run_id = store->record(rec);
+  r.run_id = record_or_keep(*store, {rec}, [&] { return std::vector{store->record(rec)}; }).front();
   r.recorded = true;
   rec.id = *r.run_id;
   note_new_levels(*store, rec, r.notes);

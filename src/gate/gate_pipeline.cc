@@ -47,6 +47,16 @@ GateRun::GateRun(const RunOptions& options, const Profile* profile, const EnvLoo
   partial_.started_at = utc_now();
   partial_.ci = read_ci_context(options.ci, env);
   guard_.store(options.store_path).input(options.profile_path, "the profile");
+  if (profile) guard_bodies(*profile);
+}
+
+// A body_file is an input too: --json onto it replaced the request's body.
+void GateRun::guard_bodies(const Profile& profile) {
+  auto folder = options_.profile_path.parent_path();
+  if (!profile.target.body_file.empty())
+    guard_.input(folder / profile.target.body_file, "the profile's body_file");
+  for (const auto& entry : profile.requests)
+    if (!entry.body_file.empty()) guard_.input(folder / entry.body_file, "the profile's body_file");
 }
 
 namespace {
@@ -62,15 +72,24 @@ std::array<std::pair<fs::path*, const char*>, 5> report_outputs(RunOptions& opti
 
 }  // namespace
 
+// No two outputs may be one file either (--junit X --json X kept only the
+// JSON; a step summary at the --junit file appended Markdown to the XML),
+// except --summary at the step summary, which is written once.
 void GateRun::check_outputs() {
   RunOptions options = options_;
+  OutputGuard taken = guard_;
+  const auto& step_summary = partial_.ci.summary_path;
   for (const auto& [path, flag] : report_outputs(options)) {
     refused_output_ = flag;
-    guard_.check(*path, flag);
+    taken.check(*path, flag);
     check_output_writable(*path, flag);
+    bool is_step_summary =
+        !path->empty() && !step_summary.empty() && same_output_file(*path, step_summary);
+    if (!(is_step_summary && std::string_view(flag) == "--summary"))
+      taken.input(*path, std::string("the ") + flag + " output");
   }
   refused_output_ = "GITHUB_STEP_SUMMARY";
-  guard_.check(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
+  taken.check(step_summary, "GITHUB_STEP_SUMMARY");
   check_append_writable(partial_.ci.summary_path, "GITHUB_STEP_SUMMARY");
   refused_output_.clear();
   if (options_.record && !options_.shard) check_store_writable(options_.store_path);
@@ -180,8 +199,13 @@ void record_aborted(GateRun& gate, std::optional<BaselineStore>& store, const Pr
 
 std::optional<BaselineStore> open_store(const RunOptions& options) {
   if (!fs::exists(options.store_path)) return std::nullopt;
-  auto mode = options.record ? BaselineStore::Mode::kReadWrite : BaselineStore::Mode::kReadOnly;
-  return BaselineStore::open(options.store_path, mode);
+  if (!options.record)
+    return BaselineStore::open(options.store_path, BaselineStore::Mode::kReadOnly);
+  auto store = BaselineStore::open(options.store_path);
+  // Before the load: a store another process keeps locked is said now, not
+  // after a load whose result could not be stored.
+  check_store_lock(store);
+  return store;
 }
 
 void note_new_levels(BaselineStore& store, const RunRecord& rec, std::vector<std::string>& notes) {

@@ -66,6 +66,8 @@ class GateRun {
   void write(const GateResult& result, std::ostream& out) const;
 
  private:
+  void guard_bodies(const Profile& profile);
+
   const RunOptions& options_;
   GateResult partial_;
   OutputGuard guard_;

@@ -32,7 +32,8 @@ std::unique_ptr<ServiceProcess> start_service(const Profile& profile, const std:
   if (!profile.service || profile.service->command.empty()) return nullptr;  // only watched
   spdlog::info("starting service: {}", profile.service->command.front());
   auto service = std::make_unique<ServiceProcess>(*profile.service, placement.service);
-  service->wait_ready(stop);  // a signal here ends the run before any load
+  // A signal here ends the run before any load.
+  service->wait_ready(stop, profile.target.tls_verify);
   return service;
 }
 

@@ -12,6 +12,7 @@
 #include "cost_phase.h"
 #include "gate_pipeline.h"
 #include "pair_screening.h"
+#include "perfgate/gate/store_access.h"
 #include "perfgate/host/shared_executable.h"
 #include "sequential_run.h"
 
@@ -163,7 +164,9 @@ void record_pair(const RunOptions& options, std::optional<BaselineStore>& store,
     return;
   }
   if (!store) store = BaselineStore::open(options.store_path);
-  auto ids = store->record_all({p.base, p.cand});
+  auto ids = record_or_keep(*store, {p.base, p.cand}, [&] {
+    return store->record_all({p.base, p.cand});
+  });
   paired.baseline_run_id = ids[0];
   r.baseline_run_id = ids[0];
   r.baseline_run_ids = {ids[0]};

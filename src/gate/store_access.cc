@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "perfgate/core/error.h"
@@ -52,6 +53,21 @@ void check_store_writable(const fs::path& path) {
                 folder.string() + " (" + why +
                 "), where the store and its journal files live; use a writable folder, or "
                 "--no-record");
+  }
+}
+
+std::vector<int64_t> record_or_keep(BaselineStore& store, const std::vector<RunRecord>& runs,
+                                    const std::function<std::vector<int64_t>()>& record) {
+  try {
+    return record();
+  } catch (const StoreLocked& e) {
+    fs::path kept = store.path().string() + ".unrecorded.jsonl";
+    std::ofstream out(kept, std::ios::app | std::ios::binary);
+    for (const auto& run : runs) out << to_json_line(run, false) << '\n';
+    out.flush();
+    if (!out) throw;  // nowhere to keep it: the lock is still the news
+    throw StoreLocked(std::string(e.what()) + "; the measured run was kept in " + kept.string() +
+                      ": `perfgate store import " + kept.string() + "` adds it");
   }
 }
 

@@ -1,4 +1,5 @@
 #include "perfgate/host/host_sampler.h"
+#include "perfgate/profile/json_text.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -420,11 +421,11 @@ std::string host_samples_json(const std::vector<WindowSummary>& windows,
     doc["service"] = {{"name", service->name},     {"pid", service->pid},
                       {"roots", service->roots},   {"listener", service->listener},
                       {"cgroup", service->cgroup}, {"how", service->how}};
-  return doc.dump();
+  return json_text(doc);
 }
 
 std::optional<AttributedService> attributed_service_of(const std::string& text) {
-  auto doc = json::parse(text, nullptr, false);
+  auto doc = parse_json_or_discarded(text);
   if (!doc.is_object() || !doc.contains("service") || !doc["service"].is_object())
     return std::nullopt;
   const auto& s = doc["service"];
@@ -441,7 +442,7 @@ std::optional<AttributedService> attributed_service_of(const std::string& text) 
 std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& text,
                                                             size_t iterations) {
   std::vector<std::optional<double>> out(iterations);
-  auto doc = json::parse(text, nullptr, false);
+  auto doc = parse_json_or_discarded(text);
   if (!doc.is_object() || !doc.contains("windows")) return out;  // older runs keep none
   for (const auto& w : doc["windows"]) {
     auto i = w.value("iteration", -1);
@@ -455,7 +456,7 @@ std::vector<std::optional<double>> service_cpu_by_iteration(const std::string& t
 std::vector<std::optional<WindowShare>> shared_cpu_by_iteration(const std::string& text,
                                                                 size_t iterations) {
   std::vector<std::optional<WindowShare>> out(iterations);
-  auto doc = json::parse(text, nullptr, false);
+  auto doc = parse_json_or_discarded(text);
   if (!doc.is_object() || !doc.contains("windows")) return out;
   for (const auto& w : doc["windows"]) {
     auto i = w.value("iteration", -1);

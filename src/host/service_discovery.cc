@@ -9,10 +9,12 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "perfgate/core/bounded_read.h"
 #include "perfgate/host/saturation.h"
 
 namespace perfgate {
@@ -220,10 +222,15 @@ ServiceSearch by_listener(const ProcReader& proc, const ServiceQuery& q, Found& 
   return out;
 }
 
+// A FIFO would block the read until a writer came; a number past pid_t's
+// range wrapped (4294967297 became 1, init).
 std::optional<pid_t> pid_from_file(const std::string& path) {
+  if (auto kind = special_file_kind(path); !kind.empty())
+    throw Error("service.pid_file " + path + ": is " + kind + ", not a file holding a PID");
   std::ifstream in(path);
   long long pid = 0;
-  if (in >> pid && pid > 0) return static_cast<pid_t>(pid);
+  if (in >> pid && pid > 0 && pid <= std::numeric_limits<pid_t>::max())
+    return static_cast<pid_t>(pid);
   return std::nullopt;
 }
 

@@ -73,10 +73,12 @@ constexpr int kCwdFailed = -2;
   _exit(127);
 }
 
-// One GET; true when the service answered with any non-5xx status, whose
-// status (or libcurl's reason for none) is left in `last`. Driven through a
-// multi handle in short polls, so that a signal ends a slow answer.
-bool answers(const std::string& url, const std::atomic<bool>& stop, std::string& last) {
+// One GET; true when the service answered 2xx or 3xx (a 404 or 401 is a
+// service not yet routing, or not this one), whose status (or libcurl's reason
+// for none) is left in `last`. Driven through a multi handle in short polls, so
+// that a signal ends a slow answer.
+bool answers(const std::string& url, bool tls_verify, const std::atomic<bool>& stop,
+             std::string& last) {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi(curl_multi_init(),
                                                               curl_multi_cleanup);
@@ -85,6 +87,9 @@ bool answers(const std::string& url, const std::atomic<bool>& stop, std::string&
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_PROXY, "");
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, 1000L);
+  // As the load will: a self-signed test service with tls_verify false is ready.
+  curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYPEER, tls_verify ? 1L : 0L);
+  curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYHOST, tls_verify ? 2L : 0L);
   curl_easy_setopt(
       curl.get(), CURLOPT_WRITEFUNCTION,
       +[](char*, size_t size, size_t n, void*) { return size * n; });
@@ -105,7 +110,7 @@ bool answers(const std::string& url, const std::atomic<bool>& stop, std::string&
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
   last = "status " + std::to_string(status);
-  return status > 0 && status < 500;
+  return status >= 200 && status < 400;
 }
 
 // Runs in the forked guardian: only async-signal-safe calls. It waits on a
@@ -306,14 +311,14 @@ std::string ServiceProcess::exit_description() const {
   return reaped_ ? describe_exit(exit_status_) : "is running";
 }
 
-void ServiceProcess::wait_ready(const std::atomic<bool>& stop) {
+void ServiceProcess::wait_ready(const std::atomic<bool>& stop, bool tls_verify) {
   auto deadline = Clock::now() + spec_.ready_timeout;
   std::string last;  // the last probe's answer, for the message
   while (Clock::now() < deadline && !stop) {
     if (!running())
       throw Error("service " + in_quotes(spec_.command[0]) + " " + describe_exit(exit_status_) +
                   " before it was ready");
-    if (answers(spec_.ready_url, stop, last)) return hold_to_cpus();
+    if (answers(spec_.ready_url, tls_verify, stop, last)) return hold_to_cpus();
     for (int i = 0; i < 5 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (stop)
@@ -321,12 +326,12 @@ void ServiceProcess::wait_ready(const std::atomic<bool>& stop) {
                 in_quotes(spec_.command[0]) +
                 " to be ready; the service was stopped, nothing "
                 "stored");
-  // A service that answers 503 while it warms up did answer: say what it said.
+  // A service that answers 503 or 404 while it warms up did answer: say what it said.
   if (last.rfind("status ", 0) == 0)
     throw Error("service " + in_quotes(spec_.command[0]) +
                 " not ready: " + redacted_url(spec_.ready_url) + " answered " + last + " until " +
                 format_duration(spec_.ready_timeout) +
-                " had passed (ready is a status below 500; service.ready_timeout waits longer)");
+                " had passed (ready is a 2xx or 3xx status; service.ready_timeout waits longer)");
   throw Error("service " + in_quotes(spec_.command[0]) +
               " not ready: " + redacted_url(spec_.ready_url) + " did not answer within " +
               format_duration(spec_.ready_timeout) + (last.empty() ? "" : " (" + last + ")"));

@@ -171,6 +171,7 @@ class Http1Worker {
     size_t received = 0;    // of the response in flight
     uint64_t answered = 0;  // responses on this connection since it was opened
     bool want_write = false;
+    bool resend = false;           // its request goes out again after a stale reconnect
     Clock::time_point sent{};      // actual send: latency's start in the closed model
     Clock::time_point intended{};  // open model: when it should have been sent
     Clock::time_point deadline{};
@@ -185,6 +186,7 @@ class Http1Worker {
   void on_dialled(Conn& c, ErrorKind failure, Clock::time_point now);
   void next_request(Conn& c, Clock::time_point now);
   void send(Conn& c, Clock::time_point now, Clock::time_point intended);
+  void begin(Conn& c, Clock::time_point now, Clock::time_point intended);
   void write_some(Conn& c, Clock::time_point now);
   void read_some(Conn& c, Clock::time_point now);
   void complete(Conn& c, const HttpResponseParser::Response& r, Clock::time_point now);
@@ -302,7 +304,8 @@ void Http1Worker<T>::on_dialled(Conn& c, ErrorKind failure, Clock::time_point no
 
 template <Http1Transport T>
 void Http1Worker<T>::next_request(Conn& c, Clock::time_point now) {
-  if (!plan_.schedule) return send(c, now, now);  // closed model: at once
+  // Closed model, or a request resent after a reconnect: at once.
+  if (!plan_.schedule || c.resend) return send(c, now, now);
   // Open model: the next request of this connection's schedule. One that is
   // already due (the last response came late) goes out at once, but keeps
   // its intended time as its latency's start: coordinated omission.
@@ -321,20 +324,30 @@ void Http1Worker<T>::send(Conn& c, Clock::time_point now, Clock::time_point inte
     c.phase = Phase::ready;  // idle until the loop, about to end, sees the time
     return;
   }
-  c.entry = c.picker.next();
+  // A resent request is the same request: its entry, start and deadline are
+  // kept, so the time the server held it before closing is in its latency,
+  // and a server that stalls past the timeout is charged a timeout.
+  if (!c.resend) begin(c, now, intended);
+  c.resend = false;
+  c.deadline = c.sent + plan_.timeout;
+  if (c.deadline <= now) return fail(c, &ErrorCounts::timeout, now);
   c.parser.set_head_request(plan_.head[c.entry]);
-  c.sent = now;
-  c.intended = intended;
-  if (plan_.schedule) {
-    ++c.next_k;
-    IterationStats* s = stats_at(now);
-    if (s && now - intended > plan_.schedule->late_after()) ++s->late;
-  }
-  c.deadline = now + plan_.timeout;
   c.written = 0;
   c.received = 0;
   c.phase = Phase::busy;
   write_some(c, now);
+}
+
+// A new request: its mix entry, its start and its place in the schedule.
+template <Http1Transport T>
+void Http1Worker<T>::begin(Conn& c, Clock::time_point now, Clock::time_point intended) {
+  c.entry = c.picker.next();
+  c.sent = now;
+  c.intended = intended;
+  if (!plan_.schedule) return;
+  ++c.next_k;
+  IterationStats* s = stats_at(now);
+  if (s && now - intended > plan_.schedule->late_after()) ++s->late;
 }
 
 template <Http1Transport T>
@@ -408,6 +421,7 @@ void Http1Worker<T>::complete(Conn& c, const HttpResponseParser::Response& r,
 template <Http1Transport T>
 void Http1Worker<T>::fail(Conn& c, ErrorKind kind, Clock::time_point now) {
   if (IterationStats* s = stats_at(now)) ++(s->errors.*kind);
+  c.resend = false;  // counted: what follows is a new request
   transport_.close(c.link);
   bool rest = kind == &ErrorCounts::connect || kind == &ErrorCounts::other;
   if (rest) return sleep_until(c, Phase::resting, now + kRetryDelay);
@@ -419,6 +433,7 @@ void Http1Worker<T>::fail(Conn& c, ErrorKind kind, Clock::time_point now) {
 template <Http1Transport T>
 void Http1Worker<T>::refuse(Conn& c, InvalidAnswer why, Clock::time_point now) {
   if (IterationStats* s = stats_at(now)) s->errors.count_invalid(why);
+  c.resend = false;
   transport_.close(c.link);
   open(c, now);
 }
@@ -427,11 +442,12 @@ void Http1Worker<T>::refuse(Conn& c, InvalidAnswer why, Clock::time_point now) {
 // (without saying Connection: close) fails the request that follows before a
 // byte of its answer: the close was the server's, not a failed request. Like
 // a browser, reconnect and send again. A fresh connection that fails this way
-// is an error: its `answered` is 0.
+// is an error: its `answered` is 0. The close may come after a stall: the
+// request resent keeps its start (send()), so the wait is not dropped.
 template <Http1Transport T>
 void Http1Worker<T>::reconnect(Conn& c, Clock::time_point now) {
   transport_.close(c.link);
-  if (plan_.schedule) --c.next_k;  // the same place in the schedule, its intended time kept
+  c.resend = true;
   open(c, now);
 }
 

@@ -1,5 +1,11 @@
 #include "perfgate/profile/ci_context.h"
 
+#include <string>
+#include <utility>
+
+#include "perfgate/core/error.h"
+#include "perfgate/profile/text_limits.h"
+
 namespace perfgate {
 namespace {
 
@@ -18,6 +24,20 @@ std::string provider_of(const EnvLookup& env) {
 }
 
 }  // namespace
+
+// A run stored with a longer text exported, and then its import refused the
+// whole file (issue 41, item 12): refused here, before anything is measured.
+static void check_sizes(const CiContext& ci) {
+  const std::pair<const char*, const std::string*> texts[] = {
+      {"commit (--commit, GITHUB_SHA, CI_COMMIT_SHA)", &ci.commit},
+      {"branch (--branch, GITHUB_HEAD_REF, GITHUB_REF_NAME, CI_COMMIT_REF_NAME)", &ci.branch},
+      {"baseline branch (--baseline-branch, GITHUB_BASE_REF, ...)", &ci.baseline_branch},
+      {"pipeline id (GITHUB_RUN_ID, CI_PIPELINE_ID)", &ci.pipeline_id}};
+  for (const auto& [what, text] : texts)
+    if (text->size() > kMaxCiTextBytes)
+      throw Error(std::string(what) + ": " + std::to_string(text->size()) +
+                  " bytes; a stored run holds at most 1 KiB there");
+}
 
 CiContext read_ci_context(const CiOverrides& flags, const EnvLookup& env) {
   CiContext ci;
@@ -39,6 +59,7 @@ CiContext read_ci_context(const CiOverrides& flags, const EnvLookup& env) {
   auto event = first_set(env, {"GITHUB_EVENT_NAME"});
   ci.change_request = event == "pull_request" || event == "pull_request_target" ||
                       !first_set(env, {"CI_MERGE_REQUEST_IID"}).empty();
+  check_sizes(ci);
   return ci;
 }
 

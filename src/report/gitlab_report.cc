@@ -1,4 +1,5 @@
 #include "perfgate/report/gitlab_report.h"
+#include "perfgate/profile/json_text.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -70,7 +71,7 @@ std::string gitlab_load_performance(const GateResult& result) {
                                       ? waiting_from_checks(result)
                                       : waiting_from_histogram(result.totals.latency);
   }
-  return json{{"metrics", metrics}}.dump(2) + "\n";
+  return json_text(json{{"metrics", metrics}}, 2) + "\n";
 }
 
 }  // namespace perfgate

@@ -1,4 +1,6 @@
 #include "perfgate/store/baseline_store.h"
+#include "perfgate/core/bounded_read.h"
+#include "perfgate/profile/json_text.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -104,7 +106,7 @@ std::string utc_now() {
 }
 
 std::string saturation_json(const Saturation& saturation) {
-  return nlohmann::json{{"reasons", saturation.reasons}, {"shared", saturation.shared}}.dump();
+  return json_text(nlohmann::json{{"reasons", saturation.reasons}, {"shared", saturation.shared}});
 }
 
 // The id of `text` in the shared texts, added when new.
@@ -137,7 +139,7 @@ class TextCache {
     auto found = hosts_.find(key);
     if (found != hosts_.end() && ref) return found->second;
     try {
-      auto fields = nlohmann::json::parse(text(column, ref, run_id))
+      auto fields = parse_json(text(column, ref, run_id), db_.path.string())
                         .get<std::map<std::string, std::string>>();
       return hosts_.insert_or_assign(key, std::move(fields)).first->second;
     } catch (const nlohmann::json::exception& e) {
@@ -173,7 +175,7 @@ std::optional<int64_t> ref_column(Columns& col) {
 
 int64_t insert_run(Db db, const RunRecord& run) {
   auto profile_ref = text_ref(db, run.profile_json);
-  auto host_ref = text_ref(db, nlohmann::json(run.host.fields).dump());
+  auto host_ref = text_ref(db, json_text(nlohmann::json(run.host.fields)));
   Statement stmt(db,
                  "INSERT INTO runs (created_at, profile_name, profile_hash, profile_json, "
                  "profile_ref, commit_sha, branch, baseline_branch, pipeline_id, ci_provider, "
@@ -235,7 +237,7 @@ Verdict verdict_named(Db db, const std::string& name) {
 void read_saturation(Db db, const std::string& saturation, RunRecord& run) {
   if (saturation == R"({"reasons":[],"shared":[]})") return;
   try {
-    auto stored = nlohmann::json::parse(saturation);
+    auto stored = parse_json(saturation, db.path.string());
     run.saturation.reasons = stored.value("reasons", std::vector<std::string>{});
     run.saturation.shared = stored.value("shared", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
@@ -360,7 +362,7 @@ std::optional<RunRecord> first_run_with_iterations(Db db, Statement& stmt) {
 // worth reading again. samples_total still says how many there were. A profile
 // with store.raw_samples "always" asks for them all.
 bool asks_for_raw_samples(const std::string& profile_json) {
-  auto profile = nlohmann::json::parse(profile_json, nullptr, false);
+  auto profile = parse_json_or_discarded(profile_json);
   if (!profile.is_object() || !profile.contains("store")) return false;
   const auto& store = profile["store"];
   return store.is_object() && store.value("raw_samples", "") == "always";
@@ -370,10 +372,10 @@ std::string samples_worth_keeping(const RunRecord& run) {
   const auto& text = run.host_samples_json;
   if (text.empty() || run.saturation.saturated || !run.saturation.shared.empty()) return text;
   if (asks_for_raw_samples(run.profile_json)) return text;
-  auto doc = nlohmann::json::parse(text, nullptr, false);
+  auto doc = parse_json_or_discarded(text);
   if (!doc.is_object() || !doc.contains("windows") || !doc.contains("samples")) return text;
   doc["samples"] = nlohmann::json::array();
-  return doc.dump();
+  return json_text(doc);
 }
 
 }  // namespace
@@ -388,6 +390,17 @@ BaselineStore::BaselineStore(fs::path path, sqlite3* db) : path_(std::move(path)
 BaselineStore::BaselineStore(BaselineStore&&) noexcept = default;
 BaselineStore& BaselineStore::operator=(BaselineStore&&) noexcept = default;
 BaselineStore::~BaselineStore() = default;
+
+// SQLite opens the files beside the store as they are: a FIFO there hung the
+// open (deaf to SIGTERM), or failed the write after a whole load.
+static void refuse_special_journal(const fs::path& store) {
+  for (const char* suffix : {"-journal", "-wal", "-shm"}) {
+    fs::path beside = store.string() + suffix;
+    if (auto kind = special_file_kind(beside); !kind.empty())
+      throw Error(beside.string() + ": is " + kind +
+                  ", where SQLite keeps the store's journal; remove it");
+  }
+}
 
 std::string BaselineStore::file_kind_problem(const fs::path& path) {
   std::error_code ec;
@@ -410,6 +423,7 @@ std::string BaselineStore::file_kind_problem(const fs::path& path) {
 BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {
   if (auto problem = file_kind_problem(path); !problem.empty())
     throw Error(path.string() + ": " + problem);
+  refuse_special_journal(path);
   bool writable = mode == Mode::kReadWrite;
   if (writable) create_parent(path);
   if (writable && !fs::exists(path)) create_store_file(path);

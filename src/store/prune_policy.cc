@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "perfgate/core/error.h"
+#include "perfgate/profile/json_text.h"
 #include "perfgate/store/baseline.h"
 #include "perfgate/store/store_maintenance.h"
 #include "sqlite_handle.h"
@@ -30,7 +31,7 @@ BaselinePolicy stored_policy(BaselineStore& store, int64_t newest_run) {
   BaselinePolicy policy;
   auto run = store.run(newest_run);
   if (!run) return policy;
-  auto profile = nlohmann::json::parse(run->profile_json, nullptr, false);
+  auto profile = parse_json_or_discarded(run->profile_json);
   if (!profile.is_object() || !profile.contains("baseline")) return policy;
   const auto& b = profile["baseline"];
   policy.window = b.value("window", policy.window);

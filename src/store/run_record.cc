@@ -8,6 +8,8 @@
 #include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 #include "perfgate/store/cost_record.h"
+#include "perfgate/profile/json_text.h"
+#include "perfgate/profile/text_limits.h"
 
 namespace perfgate {
 namespace {
@@ -58,9 +60,9 @@ std::string base64_decode(std::string_view text) {
 // negative or too large would wrap (-1 becomes 2^64-1, then a CI of +3.9e18 %),
 // a text without bound fills the history's table, and a type error would
 // surface in nlohmann's words. Each error names the field.
-constexpr size_t kShortText = 1024;             // names, branch, commit, times, states
-constexpr size_t kReasonText = 16 * 1024;       // a reviewer's or saturation reason
-constexpr size_t kLongText = 16 * 1024 * 1024;  // the profile, host samples, a histogram
+constexpr size_t kShortText = kMaxCiTextBytes;   // names, branch, commit, times, states
+constexpr size_t kReasonText = kMaxReasonBytes;  // a reviewer's or saturation reason
+constexpr size_t kLongText = 16 * 1024 * 1024;   // the profile, host samples, a histogram
 // Counts stay exact in a double (the statistics' type): 2^53.
 constexpr uint64_t kLargestCount = uint64_t{1} << 53;
 
@@ -338,12 +340,12 @@ std::string to_json_line(const RunRecord& run, bool with_id) {
   if (!run.pair.empty()) j["pair"] = run.pair;
   if (auto cost = cost_to_json(run.cost); !cost.empty()) j["cost"] = json::parse(cost);
   if (with_id) j["id"] = run.id;
-  return j.dump();
+  return json_text(j);
 }
 
 RunRecord run_from_json_line(std::string_view line) {
   try {
-    return run_from(json::parse(line));
+    return run_from(parse_json(line, "the run"));
   } catch (const json::exception& e) {
     // nlohmann's "[json.exception.parse_error.101] " is no word of perfgate's.
     std::string what = e.what();

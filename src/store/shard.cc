@@ -1,4 +1,6 @@
 #include "perfgate/store/shard.h"
+#include "perfgate/core/bounded_read.h"
+#include "perfgate/profile/json_text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -172,13 +174,13 @@ std::string joined_engines(const std::vector<ShardFile>& shards) {
 std::string merged_host_samples(const std::vector<ShardFile>& shards) {
   json doc = {{"version", 1}, {"shards", json::array()}};
   for (const auto& s : shards) {
-    json samples = json::parse(s.run.host_samples_json, nullptr, false);
+    json samples = parse_json_or_discarded(s.run.host_samples_json);
     doc["shards"].push_back({{"shard", s.spec.text()},
                              {"host", s.run.host.fields},
                              {"host_key", s.run.host.key()},
                              {"samples", samples.is_discarded() ? json(nullptr) : samples}});
   }
-  return doc.dump();
+  return json_text(doc);
 }
 
 // The file's numbers, checked before narrowing: a count of 2^40 read as an
@@ -280,20 +282,24 @@ nlohmann::json shard_json(const ShardFile& shard) {
 }
 
 ShardFile read_shard_file(const std::filesystem::path& path) {
+  if (auto kind = special_file_kind(path); !kind.empty())
+    throw Error(path.string() + ": is " + kind + ", not a shard result file");
   std::ifstream in(path);
   if (!in) throw Error(path.string() + ": cannot read");
   ShardFile s;
   s.source = path.string();
   try {
-    auto doc = json::parse(in);
+    auto doc = parse_json(in, path.string());
     if (doc.is_object() && !doc.contains("shard") && doc.value("error", json()).is_string())
       throw Error(path.string() + ": the shard failed: " + doc["error"].get<std::string>());
     if (!doc.is_object() || !doc.contains("shard") || !doc["shard"].is_object())
       throw Error(path.string() +
                   ": not a shard result (no \"shard\" in it; written by run --shard)");
     const auto& j = doc["shard"];
-    if (j.value("format", 0) != kShardFormat)
-      throw Error(path.string() + ": shard format " + j.value("format", json()).dump() +
+    // Any JSON may stand there: a number that is not ours, or an array.
+    const json format = j.value("format", json());
+    if (!format.is_number_integer() || format.get<int64_t>() != kShardFormat)
+      throw Error(path.string() + ": shard format " + json_text(format).substr(0, 40) +
                   ", this perfgate reads format " + std::to_string(kShardFormat));
     s.spec = {shard_int(j, "index"), shard_int(j, "count")};
     if (s.spec.count < 1 || s.spec.index < 1 || s.spec.index > s.spec.count)

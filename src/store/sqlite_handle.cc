@@ -1,6 +1,7 @@
 #include "sqlite_handle.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -17,48 +18,70 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The busy handler already waits inside SQLite, but some lock conflicts (a WAL
-// snapshot that went stale, BEGIN IMMEDIATE racing a checkpoint) return BUSY at
-// once; those are retried here with a growing pause, bounded to ~60 s in all.
-// A stop signal ends both waits.
-constexpr int kMaxAttempts = 400;
+// The busy handler waits inside SQLite, but some lock conflicts (a WAL snapshot
+// that went stale, BEGIN IMMEDIATE racing a checkpoint) return BUSY at once;
+// those are retried here with a growing pause. Both waits draw on one budget
+// for the whole process: every retry starting a fresh wait of its own added up
+// to about an hour. A stop signal ends both.
 constexpr int kBusyPauseMs = 10;
-constexpr int kBusyTimeoutMs = 10'000;
 constexpr int kBusyQuietMs = 200;  // a lock held this briefly is not worth a log line
+
+std::atomic<int64_t> lock_wait_budget_ms{kDefaultLockWait.count()};
+std::atomic<int64_t> lock_waited_ms{0};
+std::atomic<bool> lock_wait_logged{false};
 
 bool is_busy(int rc) {
   return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
 }
 
-// SQLite's busy_timeout, plus what it cannot do: say why the run pauses, and
-// give up at once on SIGINT/SIGTERM. `calls` restarts at 0 for every new wait.
-int on_busy(void* db, int calls) {
-  if (stop_requested()) return 0;
-  if (calls * kBusyPauseMs >= kBusyTimeoutMs) return 0;
-  if (calls * kBusyPauseMs == kBusyQuietMs)
+bool budget_left() {
+  return lock_waited_ms.load() < lock_wait_budget_ms.load();
+}
+
+// Sleeps `ms` of the budget, saying once, when the wait becomes noticeable, why.
+void pause_for_lock(sqlite3* db, int64_t ms) {
+  if (lock_waited_ms.load() + ms > kBusyQuietMs && !lock_wait_logged.exchange(true))
     spdlog::info("waiting for the store lock on {} (another process is using it, up to {}s)",
-                 sqlite3_db_filename(static_cast<sqlite3*>(db), "main"), kBusyTimeoutMs / 1000);
-  std::this_thread::sleep_for(std::chrono::milliseconds(kBusyPauseMs));
+                 sqlite3_db_filename(db, "main"),
+                 std::max<int64_t>(1, (lock_wait_budget_ms.load() + 999) / 1000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  lock_waited_ms += ms;
+}
+
+// SQLite's busy_timeout, plus what it cannot do: say why the run pauses, keep
+// to the one budget, and give up at once on SIGINT/SIGTERM.
+int on_busy(void* db, int /*calls*/) {
+  if (stop_requested() || !budget_left()) return 0;
+  pause_for_lock(static_cast<sqlite3*>(db), kBusyPauseMs);
   return 1;
 }
 
-// The first attempt always runs: a signal stops waiting, not working.
+// The first attempt always runs: a signal or a spent budget stops waiting, not working.
 bool keep_trying(int rc, int attempt) {
-  return is_busy(rc) && attempt < kMaxAttempts && (attempt == 0 || !stop_requested());
+  return is_busy(rc) && (attempt == 0 || (!stop_requested() && budget_left()));
 }
 
-// A lock still held when a signal came: the store was left as it was.
-void fail_if_interrupted(Db db, int rc) {
-  if (is_busy(rc) && stop_requested())
+// A lock still held when a signal came or the budget ran out: the store was
+// left as it was.
+void fail_if_locked(Db db, int rc) {
+  if (!is_busy(rc)) return;
+  if (stop_requested())
     fail(db, "interrupted while waiting for the store lock; the store is unchanged");
+  auto waited_s = std::to_string((lock_waited_ms.load() + 500) / 1000);
+  throw StoreLocked(db.path.string() + ": the store is locked by another process (" +
+                    sqlite3_errmsg(db.handle) + "); gave up after waiting " + waited_s +
+                    "s in all for its lock (see --lock-wait); the store is unchanged");
 }
 
-void backoff(int attempt) {
-  auto pause = std::chrono::milliseconds(std::min(2 << std::min(attempt, 6), 150));
-  std::this_thread::sleep_for(pause);
+void backoff(sqlite3* db, int attempt) {
+  pause_for_lock(db, std::min(2 << std::min(attempt, 6), 150));
 }
 
 }  // namespace
+
+void set_lock_wait(std::chrono::milliseconds budget) {
+  lock_wait_budget_ms = budget.count();
+}
 
 void fail(Db db, std::string_view what) {
   throw Error(db.path.string() + ": " + std::string(what) + " (" + sqlite3_errmsg(db.handle) + ")");
@@ -67,10 +90,10 @@ void fail(Db db, std::string_view what) {
 Statement::Statement(Db db, std::string_view sql) : db_(db) {
   int rc = SQLITE_BUSY;
   for (int attempt = 0; keep_trying(rc, attempt); ++attempt) {
-    if (attempt > 0) backoff(attempt);
+    if (attempt > 0) backoff(db.handle, attempt);
     rc = sqlite3_prepare_v2(db.handle, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
   }
-  fail_if_interrupted(db_, rc);
+  fail_if_locked(db_, rc);
   if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) fail(db_, "store is corrupt");
   if (rc != SQLITE_OK) fail(db_, "store query failed");
 }
@@ -79,11 +102,11 @@ bool Statement::step() {
   int rc = sqlite3_step(stmt_);
   // A busy step has done nothing yet, so it is safe to reset and try again.
   for (int attempt = 1; keep_trying(rc, attempt); ++attempt) {
-    backoff(attempt);
+    backoff(sqlite3_db_handle(stmt_), attempt);
     sqlite3_reset(stmt_);
     rc = sqlite3_step(stmt_);
   }
-  fail_if_interrupted(db_, rc);
+  fail_if_locked(db_, rc);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) fail(db_, "store is corrupt");
@@ -122,10 +145,10 @@ void Statement::bind(int index, std::optional<double> value) {
 void exec(Db db, const std::string& sql) {
   int rc = SQLITE_BUSY;
   for (int attempt = 0; keep_trying(rc, attempt); ++attempt) {
-    if (attempt > 0) backoff(attempt);
+    if (attempt > 0) backoff(db.handle, attempt);
     rc = sqlite3_exec(db.handle, sql.c_str(), nullptr, nullptr, nullptr);
   }
-  fail_if_interrupted(db, rc);
+  fail_if_locked(db, rc);
   if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) fail(db, "store is corrupt");
   if (rc != SQLITE_OK) fail(db, "store update failed");
 }

@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <filesystem>
@@ -10,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "perfgate/store/store_lock.h"
 
 namespace perfgate::sqlite {
 
@@ -21,6 +24,10 @@ struct Db {
 
 /// Throws Error "PATH: WHAT (sqlite message)".
 [[noreturn]] void fail(Db db, std::string_view what);
+
+/// How long this process waits for other processes' locks, in all; past it, a
+/// statement still locked out throws StoreLocked.
+void set_lock_wait(std::chrono::milliseconds budget);
 
 /// Bytes that bind() stores as a BLOB rather than TEXT.
 struct Blob {

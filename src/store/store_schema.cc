@@ -161,6 +161,16 @@ std::span<const Migration> migrations() {
               std::to_string(BaselineStore::kSchemaVersion) + "); upgrade perfgate");
 }
 
+// A version past ours is a newer perfgate's; one below 0 is nobody's (it
+// indexed migrations() with size_t(-1)).
+void check_version(const fs::path& path, int64_t version) {
+  if (version > BaselineStore::kSchemaVersion) throw_newer(path, version);
+  if (version < 0)
+    throw Error(path.string() + ": store has schema version " + std::to_string(version) +
+                ", which no perfgate writes (PRAGMA user_version was changed by hand); restore "
+                "it from a backup or an export");
+}
+
 // The first schema with compact runs.
 constexpr int64_t kCompactSchema = 5;
 
@@ -169,7 +179,7 @@ void migrate(Db db) {
   Transaction tx(db);
   // Read again under the write lock: another perfgate may have just migrated.
   int64_t version = query_int(db, "PRAGMA user_version");
-  if (version > BaselineStore::kSchemaVersion) throw_newer(db.path, version);
+  check_version(db.path, version);
   bool compacted = version > 0 && version < kCompactSchema;
   for (; version < BaselineStore::kSchemaVersion; ++version)
     migrations()[static_cast<size_t>(version)](db);
@@ -236,7 +246,7 @@ void check_is_perfgate_store(const fs::path& path) {
     std::snprintf(id, sizeof id, "0x%08x", static_cast<uint32_t>(app_id));
     throw_foreign(path, std::string("another program's SQLite database, application_id ") + id);
   }
-  if (version > BaselineStore::kSchemaVersion) throw_newer(path, version);
+  check_version(path, version);
 }
 
 int64_t read_version(const fs::path& path) {

@@ -198,5 +198,31 @@ TEST_F(HistoryImportCliTest, ARefusedImportLeavesTheStoreAsItWas) {
   EXPECT_TRUE(testing::read_file(store_) == before);
 }
 
+// Issue 41, item 10: one byte that is not UTF-8 in a branch, a commit or an
+// accept reason was stored, and from then on `store export`, `history --json`
+// and `store import` of any good file exited 3 with nlohmann's type_error 316.
+TEST_F(HistoryImportCliTest, BytesThatAreNotUtf8DoNotBreakTheStore) {
+  fs::copy_file(seed_, store_);
+  testing::DemoServerProcess demo;
+  testing::write_file(dir_ / "p.json",
+                      R"({ "name": "hostile-history", "target": { "url": ")" + demo.url() + R"(" },
+      "load": { "threads": 1, "connections": 1, "duration": "100ms", "warmup": "0s" },
+      "repeat": { "count": 1, "discard": 0 } })");
+  auto ran = perfgate({"run", (dir_ / "p.json").string(), "--store", store_.string(), "--branch",
+                       "br\xff\xfe", "--commit", "c0\xc3"});
+  ASSERT_LE(ran.exit_code, 2) << ran.err;
+  // reject: its reason is stored as accept's is, and a busy machine's
+  // saturated run could not be accepted.
+  auto reviewed = perfgate({"reject", "2", "--reason", "why\xff", "--store", store_.string()});
+  ASSERT_EQ(reviewed.exit_code, 0) << reviewed.err;
+  auto exported = perfgate({"store", "export", "--store", store_.string()});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("br\xef\xbf\xbd\xef\xbf\xbd"), std::string::npos);
+  auto history = perfgate({"history", "--json", "--store", store_.string()});
+  EXPECT_EQ(history.exit_code, 0) << history.err;
+  EXPECT_TRUE(nlohmann::json::accept(history.out)) << history.out.substr(0, 200);
+  EXPECT_EQ(import(run_).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace perfgate

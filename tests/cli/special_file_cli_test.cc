@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,71 @@ TEST_F(SpecialFileCliTest, AFifoAsTheStoreIsRefusedBeforeOpen) {
   }
 }
 
+// Issue 41, item 8: a FIFO beside the store where SQLite keeps its journal
+// hung the open (and SIGTERM did not end it), or failed the write after the
+// whole load. Each is refused before SQLite opens anything.
+TEST_F(SpecialFileCliTest, AFifoWhereTheStoresJournalGoesIsRefused) {
+  testing::write_file(dir_ / "profile.json",
+                      R"({"name": "fifo", "target": {"url": "http://127.0.0.1:)" +
+                          std::to_string(testing::unused_port()) + R"(/"}})");
+  for (const std::string suffix : {"-journal", "-wal", "-shm"}) {
+    const fs::path fifo = store_.string() + suffix;
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    for (auto args : std::vector<std::vector<std::string>>{
+             {"run", (dir_ / "profile.json").string(), "--store", store_.string()},
+             {"history", "--store", store_.string()},
+             {"accept", "1", "--reason", "r", "--store", store_.string()}}) {
+      args.insert(args.begin(), {testing::perfgate_binary(), "--log-level", "error"});
+      auto r = testing::run_command(args, {}, {}, 10);
+      EXPECT_EQ(r.exit_code, 3) << suffix << " " << args[3] << ": " << r.err;
+      EXPECT_EQ(lines_of(r.err), 1u) << r.err;
+      EXPECT_NE(r.err.find(fifo.string() + ": is a FIFO (named pipe), where SQLite keeps the "
+                                           "store's journal; remove it"),
+                std::string::npos)
+          << r.err;
+    }
+    fs::remove(fifo);
+  }
+}
+
+// Issue 41, item 8: a FIFO as a shard file, as GITHUB_EVENT_PATH or as the
+// service's pid_file waited for a writer until a signal came.
+TEST_F(SpecialFileCliTest, AFifoAsAShardAnEventFileOrAPidFileIsRefused) {
+  ASSERT_EQ(mkfifo(fifo_.c_str(), 0600), 0);
+  const std::string fifo = fifo_.string();
+  testing::DemoServerProcess demo;
+  testing::write_file(dir_ / "profile.json", R"({"name": "pid", "target": {"url": ")" + demo.url() +
+                                                 R"("},
+    "load": {"threads": 1, "connections": 1, "duration": "100ms", "warmup": "0s"},
+    "repeat": {"count": 1, "discard": 0}, "service": {"pid_file": ")" +
+                                                 fifo + R"("}})");
+  testing::write_file(dir_ / "summary.md", "# hello\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"merge", fifo}, {}, fifo + ": is a FIFO (named pipe), not a shard result file"},
+      {{"comment", (dir_ / "summary.md").string(), "--provider", "github"},
+       {{"GITHUB_EVENT_PATH", fifo},
+        {"GITHUB_REPOSITORY", "octo/shop"},
+        {"GITHUB_TOKEN", "t"},
+        {"GITHUB_API_URL", "http://127.0.0.1:" + std::to_string(testing::unused_port())}},
+       "GITHUB_EVENT_PATH " + fifo + " is a FIFO (named pipe), not the event file GitHub writes"},
+      {{"run", (dir_ / "profile.json").string(), "--no-record"},
+       {},
+       "service.pid_file " + fifo + ": is a FIFO (named pipe), not a file holding a PID"}};
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {testing::perfgate_binary(), "--log-level", "error"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    auto r = testing::run_command(argv, c.env, {}, 20);
+    EXPECT_EQ(r.exit_code, 3) << c.args[0] << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
 // Issue 28, "errors printed twice": an output refused before the load was
 // refused again, as a warning, when the run's error reports were written to
 // the same outputs. At the default log level, the user reads it once.
@@ -152,10 +218,10 @@ TEST_F(SpecialFileCliTest, AnUnwritableOutputIsSaidOnceAtTheDefaultLogLevel) {
   fs::create_directories(dir_ / "no-such-folder");
   testing::write_file(dir_ / "no-such-folder" / "x", "a file, not a folder");
   for (const std::string flag : {"--json", "--junit", "--summary"}) {
-    auto r = testing::run_command({testing::perfgate_binary(), "run",
-                                   (dir_ / "profile.json").string(), "--store", store_.string(),
-                                   flag, nowhere},
-                                  {}, {}, 30);
+    auto r =
+        testing::run_command({testing::perfgate_binary(), "run", (dir_ / "profile.json").string(),
+                              "--store", store_.string(), flag, nowhere},
+                             {}, {}, 30);
     EXPECT_EQ(r.exit_code, 3) << flag << ": " << r.err;
     EXPECT_EQ(lines_of(r.err), 1u) << flag << ": " << r.err;
     EXPECT_NE(r.err.find(flag + ": cannot write " + nowhere), std::string::npos) << r.err;

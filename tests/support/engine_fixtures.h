@@ -141,6 +141,9 @@ class ScriptedServer {
     size_t piece = SIZE_MAX;
     std::chrono::microseconds pause{0};
     bool close_after = false;
+    // Above 0: a connection's second request is held this long, then the
+    // connection closes without an answer (a stall, then a dropped keep-alive).
+    std::chrono::milliseconds stall_then_close{0};
   };
 
   explicit ScriptedServer(Script script) : script_(std::move(script)) {}
@@ -161,6 +164,7 @@ class ScriptedServer {
   void serve(int fd) {
     std::string buffer;
     char chunk[4096];
+    uint64_t answered = 0;  // on this connection
     for (;;) {
       size_t end = buffer.find("\r\n\r\n");
       if (end == std::string::npos) {
@@ -169,6 +173,7 @@ class ScriptedServer {
         buffer.append(chunk, static_cast<size_t>(n));
         continue;
       }
+      if (answered == 1 && script_.stall_then_close.count() > 0) return stall();
       {
         std::lock_guard lock(mutex_);
         last_request_ = buffer.substr(0, end + 4);
@@ -176,8 +181,15 @@ class ScriptedServer {
       buffer.erase(0, end + 4);
       if (!answer(fd)) return;
       ++responses_;
+      ++answered;
       if (script_.close_after) return;
     }
+  }
+
+  void stall() const {
+    auto until = std::chrono::steady_clock::now() + script_.stall_then_close;
+    while (std::chrono::steady_clock::now() < until && !listener_.stopping())
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 
   bool answer(int fd) {

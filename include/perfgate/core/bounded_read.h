@@ -22,4 +22,9 @@ struct BoundedRead {
 /// (stop_requested()), whichever comes first.
 BoundedRead read_bounded(const std::filesystem::path& path, size_t max_bytes);
 
+/// "a FIFO (named pipe)", "a device", "a socket" or "a folder" when `path`
+/// (through links) is one; "" for a regular file or nothing. Looks without
+/// opening: open() of a FIFO waits for a writer, which may never come.
+std::string special_file_kind(const std::filesystem::path& path);
+
 }  // namespace perfgate

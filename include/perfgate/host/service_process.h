@@ -40,13 +40,14 @@ class ServiceProcess {
   ServiceProcess(const ServiceProcess&) = delete;
   ServiceProcess& operator=(const ServiceProcess&) = delete;
 
-  /// Polls `spec.ready_url` until it answers; throws Error when the service
-  /// exits first, does not answer within `spec.ready_timeout`, or `stop` is set.
+  /// Polls `spec.ready_url` until it answers 2xx or 3xx (checking an https
+  /// certificate only when `tls_verify`, as the load does); throws Error when the
+  /// service exits first, is not ready within `spec.ready_timeout`, or `stop` is set.
   /// Once it answers, a service started on CPUs is held to them: any of its
   /// threads that its command moved elsewhere (a `taskset` in the command, a
   /// server that sets its own affinity) is pinned back, so that the placement
   /// recorded with the run is the one it ran on.
-  void wait_ready(const std::atomic<bool>& stop);
+  void wait_ready(const std::atomic<bool>& stop, bool tls_verify = true);
   /// True while the process has not exited.
   bool running();
   /// How it ended, e.g. "exited with status 1"; meaningful once running() is false.
