@@ -378,6 +378,13 @@ TEST(CiTemplatesTest, TheExampleWorkflowUsesTheActionOneRunPerRef) {
   EXPECT_NE(text.find("\"fetch-depth\":0"), std::string::npos);
   EXPECT_NE(workflow["concurrency"]["group"].get<std::string>().find("github.ref"),
             std::string::npos);
+  // comment: true writes a pull request comment: the token must be allowed to.
+  json with;
+  for (const json& step : workflow["jobs"]["perfgate"]["steps"])
+    if (step.value("uses", "").starts_with("OWNER/perfgate/ci/github@")) with = step["with"];
+  EXPECT_EQ(with["comment"], "true");
+  EXPECT_EQ(workflow["permissions"]["pull-requests"], "write");
+  EXPECT_EQ(workflow["permissions"]["contents"], "read");
 }
 
 TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
@@ -459,23 +466,33 @@ TEST(CiTemplatesTest, TheGitlabPairedBaselineIsTheTargetsHeadInMergedResultsAndM
   EXPECT_NE(docs.find("CI_MERGE_REQUEST_TARGET_BRANCH_SHA"), std::string::npos);
 }
 
-// GitLab leaves rule-less jobs out of merge request pipelines unless the
-// configuration has workflow:rules; a template whose job alone matches merge
-// requests then makes merge request pipelines that hold only it ("Pipelines
-// must succeed" checks those). Both templates carry the merge-request workflow.
-// ci/gitlab-rules-check.js evaluates the effect per kind of pipeline.
-TEST(CiTemplatesTest, TheGitlabTemplatesSwitchToMergeRequestPipelinesForEveryJob) {
+// A template's workflow: replaces the project's own choice for every job: with
+// the merge-request workflow, a push to a branch with an open merge request got
+// no branch pipeline, and the project's branch-only jobs ran nowhere. The
+// templates leave workflow: to the project and run in merge request pipelines
+// only when told it has them (else a merge request pipeline holding only
+// perfgate would appear beside the branch pipeline, and gate the merge alone).
+// ci/gitlab-rules-check.js builds the pipelines of both choices.
+TEST(CiTemplatesTest, TheGitlabTemplatesLeaveTheWorkflowToTheProject) {
   require_pyyaml();
   for (const char* file : {"perfgate.gitlab-ci.yml", "perfgate-sharded.gitlab-ci.yml"}) {
-    json rules = load_yaml(ci_dir() / "gitlab" / file)["workflow"]["rules"];
-    ASSERT_TRUE(rules.is_array()) << file << ": no workflow:rules";
-    ASSERT_EQ(rules.size(), 3u) << file;
-    EXPECT_EQ(rules[0]["if"], "$CI_PIPELINE_SOURCE == \"merge_request_event\"") << file;
-    EXPECT_EQ(rules[1]["if"], "$CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS") << file;
-    EXPECT_EQ(rules[1]["when"], "never") << file;
-    // Every other pipeline (tags, schedules, branches) is created as before.
-    EXPECT_EQ(rules[2], json({{"when", "always"}})) << file;
+    json pipeline = load_yaml(ci_dir() / "gitlab" / file);
+    EXPECT_FALSE(pipeline.contains("workflow")) << file;
+    int merge_request_rules = 0;
+    for (const auto& [name, job] : pipeline.items()) {
+      if (!job.is_object() || !job.contains("rules")) continue;
+      for (const json& rule : job["rules"]) {
+        std::string condition = rule.value("if", "");
+        if (condition.find("merge_request_event") == std::string::npos) continue;
+        ++merge_request_rules;
+        EXPECT_NE(condition.find(R"(&& $PERFGATE_MR_PIPELINES == "true")"), std::string::npos)
+            << file << " " << name << ": " << condition;
+      }
+    }
+    EXPECT_GE(merge_request_rules, 1) << file;
   }
+  std::string docs = testing::read_file(testing::source_dir() / "docs/ci.md");
+  EXPECT_NE(docs.find("PERFGATE_MR_PIPELINES"), std::string::npos);
 }
 
 // Fixed ports collide between jobs on one host: the templates pick free ones at
@@ -501,6 +518,72 @@ TEST(CiTemplatesTest, TheTemplatesPickFreePortsUnlessSet) {
   EXPECT_EQ(gitlab["variables"]["PERFGATE_BASELINE_PORT"], "");
 }
 
+// The template's free_port() function, as written in its script.
+std::string free_port_function(const std::string& script) {
+  auto start = script.find("free_port() {");
+  auto end = script.find("echo \"$p\"", start);
+  end = script.find('}', end);
+  if (start == std::string::npos || end == std::string::npos) return "";
+  return script.substr(start, end + 1 - start);
+}
+
+// Both runners run the script with bash -eo pipefail. A port in use (held by a
+// listener here) is offered first, then a free one: free_port must skip the
+// first, every time. `cat /proc/net/tcp* | grep -q` fails there with SIGPIPE
+// when grep finds the port before cat is done, and the loop took that for free.
+constexpr const char* kFreePortDriver = R"(
+python3 -c '
+import random, socket, sys, time
+s = socket.socket()
+while True:
+    try:
+        s.bind(("127.0.0.1", random.randrange(20000, 32000))); break
+    except OSError: pass
+s.listen(1)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(60)' "$DIR/held" &
+listener=$!
+trap 'kill $listener' EXIT
+for _ in $(seq 100); do [ -s "$DIR/held" ] && break; sleep 0.1; done
+held=$(cat "$DIR/held")
+free=$held
+while [ "$free" = "$held" ] || grep -qs "$(printf ':%04X ' "$free")" /
+                                        proc / net / tcp / proc / net / tcp6;
+do free = $((RANDOM % 12000 + 20000)) done od() {
+#the template's random numbers: the held port first, then the free one local n;
+    n = $(cat "$DIR/calls");
+    echo $((n + 1)) > "$DIR/calls" if["$n" = 0];
+    then echo $((held - 20000));
+    else echo $((free - 20000));
+    fi
+  }
+wrong=0
+for _ in $(seq 200);
+do
+  echo 0 > "$DIR/calls"
+  [ "$(free_port)" = "$free" ] || wrong=$((wrong + 1))
+done
+echo "held $held, free $free, wrong $wrong of 200"
+)";
+
+TEST(CiTemplatesTest, TheFreePortCheckSkipsAPortInUseUnderPipefail) {
+    require_pyyaml();
+    json gitlab = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
+    json action = load_yaml(ci_dir() / "github/action.yml");
+    for (const std::string& script :
+         {commands_of(gitlab), commands_of(step_named(action, "Run perfgate"))}) {
+      std::string function = free_port_function(script);
+      ASSERT_FALSE(function.empty()) << script;
+      testing::TempDir dir;
+      auto result = testing::run_command({"/bin/bash", "--noprofile", "--norc", "-eo", "pipefail",
+                                          "-c", function + "\n" + kFreePortDriver},
+                                         {{"PATH", "/usr/bin:/bin"}, {"DIR", dir.path().string()}});
+      ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+      EXPECT_NE(result.out.find(", wrong 0 of 200"), std::string::npos) << function << result.out;
+    }
+  }
+
 // --- Sharded runs: the CI's own fan-out runs the shards, one job merges.
 
 // Every --shard the commands pass, as "I/N" text.
@@ -512,9 +595,17 @@ std::vector<std::string> shard_args(const std::string& commands) {
   return out;
 }
 
+// The shards' folder with their count: a shard that wrote nothing is named
+// (a glob that matched nothing said only "shard-*.json: cannot read").
 bool merges(const std::string& commands) {
   return std::regex_search(
-      commands, std::regex(R"(perfgate(_BIN)?\"? merge .*shard-\*\.json)", std::regex::icase));
+      commands, std::regex(R"(perfgate(_BIN)?\"? merge [a-z-]+ --expect \"\$)", std::regex::icase));
+}
+
+// A template's default profile must exist where it is copied to: built in.
+void expect_builtin_profile(const std::string& profile) {
+  ASSERT_TRUE(profile.starts_with("recipe:")) << profile << " exists only in perfgate's repository";
+  EXPECT_TRUE(fs::exists(ci_dir() / "profiles" / (profile.substr(7) + ".json"))) << profile;
 }
 
 TEST(CiTemplatesTest, TheShardedWorkflowRunsAMatrixOfShardsThenMerges) {
@@ -548,7 +639,10 @@ TEST(CiTemplatesTest, TheShardedWorkflowRunsAMatrixOfShardsThenMerges) {
   EXPECT_EQ(group.find("head_ref"), std::string::npos) << group;
   EXPECT_NE(group.find("vars.PERFGATE_SHARED_SERVICE"), std::string::npos) << group;
   EXPECT_EQ(workflow["concurrency"]["cancel-in-progress"], false);
-  EXPECT_TRUE(fs::exists(testing::source_dir() / workflow["env"]["PROFILE"].get<std::string>()));
+  expect_builtin_profile(workflow["env"]["PROFILE"]);
+  // perfgate's releases, not the copying repository's own.
+  EXPECT_EQ(workflow["env"]["PERFGATE_RELEASES"].get<std::string>().find("github.repository"),
+            std::string::npos);
 }
 
 TEST(CiTemplatesTest, TheShardedGitlabPipelineRunsParallelShardsThenMerges) {
@@ -562,7 +656,8 @@ TEST(CiTemplatesTest, TheShardedGitlabPipelineRunsParallelShardsThenMerges) {
   EXPECT_EQ(pipeline["perfgate-schedule"]["artifacts"]["reports"]["dotenv"], "schedule.env");
   json merge = pipeline["perfgate-merge"];
   EXPECT_NE(merge["needs"].dump().find("perfgate-load"), std::string::npos);
-  EXPECT_TRUE(merges(commands_of(merge)));
+  EXPECT_TRUE(merges(commands_of(merge))) << commands_of(merge);
+  expect_builtin_profile(pipeline[".perfgate-sharded"]["variables"]["PERFGATE_PROFILE"]);
   EXPECT_EQ(merge["artifacts"]["reports"]["junit"], "perfgate-out/junit.xml");
   EXPECT_EQ(merge["allow_failure"]["exit_codes"], json::array({2}));
 }
