@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "support/test_support.h"
@@ -223,7 +224,20 @@ TEST(CiTemplatesTest, ThePlanJudgesEveryEventAgainstTheRightBranchAndSavesOnlyTh
   const std::vector<Case> cases = {
       {{{"EVENT", "push"}, {"REF_NAME", "main"}}, "stored", "main", "true"},
       {{{"EVENT", "push"}, {"REF_NAME", "release-1"}}, "stored", "main", "false"},
+      // A merge queue is a change too: paired, against the commit it builds on.
       {{{"EVENT", "merge_group"}, {"REF_NAME", "gh-readonly-queue/main/pr-5-abc"}},
+       "paired",
+       "main",
+       "false"},
+      {{{"EVENT", "merge_group"},
+        {"REF_NAME", "gh-readonly-queue/release-1/pr-6-abc"},
+        {"QUEUE_BASE_REF", "refs/heads/release-1"}},
+       "paired",
+       "release-1",
+       "false"},
+      {{{"EVENT", "merge_group"},
+        {"REF_NAME", "gh-readonly-queue/main/pr-5-abc"},
+        {"MODE", "stored"}},
        "stored",
        "main",
        "false"},
@@ -248,7 +262,16 @@ TEST(CiTemplatesTest, ThePlanJudgesEveryEventAgainstTheRightBranchAndSavesOnlyTh
     EXPECT_EQ(plan.outputs["baseline-branch"], c.baseline) << what;
     EXPECT_EQ(plan.outputs["save"], c.save) << what;
     EXPECT_EQ(plan.outputs["default-branch"], "main") << what;
+    EXPECT_TRUE(std::regex_match(plan.outputs["comment-key"], std::regex("[A-Za-z0-9._-]{1,100}")))
+        << what << ": " << plan.outputs["comment-key"];
   }
+  // Two perfgate jobs on one pull request keep a sticky comment each.
+  std::map<std::string, std::string> pr = {
+      {"EVENT", "pull_request"}, {"REF_NAME", "5/merge"}, {"BASE_REF", "main"}};
+  std::string first = plan_for(pr).outputs["comment-key"];
+  pr["JOB"] = "perfgate-api";
+  EXPECT_NE(first, plan_for(pr).outputs["comment-key"]);
+  EXPECT_EQ(first, "perfgate-recipe_pr-paired");
 }
 
 // Refused with one line, exit 3: pull_request_target (the base commit, a store
@@ -273,6 +296,38 @@ TEST(CiTemplatesTest, ThePlanRefusesPullRequestTargetAndAcceptOffTheDefaultBranc
   EXPECT_EQ(step_named(action, "Comment on the pull request")["if"].get<std::string>().find(
                 "pull_request_target"),
             std::string::npos);
+}
+
+// A comment that cannot be written (here: nothing listens at the API's address)
+// is one warning with perfgate's reason, never perfgate's own ::error
+// annotation on a run whose verdict stands.
+TEST(CiTemplatesTest, AFailedPullRequestCommentIsAWarningNotAnError) {
+  require_pyyaml();
+  json step = step_named(load_yaml(ci_dir() / "github/action.yml"), "Comment on the pull request");
+  testing::TempDir dir;
+  fs::create_directories(dir / "out");
+  testing::write_file(dir / "out/summary.md", "## perfgate hello: PASS\n");
+  testing::write_file(dir / "event.json", R"({"pull_request": {"number": 7}})");
+  std::string bin_dir = fs::path(testing::perfgate_binary()).parent_path().string();
+  auto result = testing::run_command(
+      {"/bin/bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]},
+      {{"PATH", bin_dir + ":/usr/bin:/bin"},
+       {"GITHUB_ACTIONS", "true"},
+       {"GITHUB_API_URL", "http://127.0.0.1:" + std::to_string(testing::unused_port())},
+       {"GITHUB_REPOSITORY", "owner/repo"},
+       {"GITHUB_EVENT_PATH", (dir / "event.json").string()},
+       {"GITHUB_TOKEN", "not-a-token"},
+       {"OUT", (dir / "out").string()},
+       {"FORK", "false"},
+       {"KEY", "perfgate-hello"},
+       {"RUNNER_TEMP", dir.path().string()}});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("::warning title=perfgate::the pull request comment could not be "
+                            "written: GET http://127.0.0.1:"),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(result.out.find("::error"), std::string::npos) << result.out;
+  EXPECT_EQ(result.err.find("::error"), std::string::npos) << result.err;
 }
 
 TEST(CiTemplatesTest, TheReleaseWorkflowPublishesTheDebAndTheImage) {
@@ -493,6 +548,46 @@ TEST(CiTemplatesTest, TheGitlabTemplatesLeaveTheWorkflowToTheProject) {
   }
   std::string docs = testing::read_file(testing::source_dir() / "docs/ci.md");
   EXPECT_NE(docs.find("PERFGATE_MR_PIPELINES"), std::string::npos);
+}
+
+// The GitLab job's choice of mode, run by sh as the runner runs it: paired for a
+// merge request (its pipeline, or the branch pipeline gating it), stored
+// elsewhere; paired on the default branch would judge HEAD against itself and
+// is refused, as the GitHub action refuses paired mode without a pull request.
+TEST(CiTemplatesTest, TheGitlabJobPairsMergeRequestsAndRefusesPairedOnTheDefaultBranch) {
+  require_pyyaml();
+  std::string mode_script;
+  for (const json& line :
+       load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"]["script"])
+    if (line.get<std::string>().find("mode=$PERFGATE_MODE") != std::string::npos)
+      mode_script = line;
+  ASSERT_FALSE(mode_script.empty());
+  using Env = std::map<std::string, std::string>;
+  const Env push_main = {{"CI_PIPELINE_SOURCE", "push"}, {"CI_COMMIT_BRANCH", "main"}};
+  const Env push_feature = {{"CI_PIPELINE_SOURCE", "push"}, {"CI_COMMIT_BRANCH", "feature"}};
+  const Env merge_request = {{"CI_PIPELINE_SOURCE", "merge_request_event"}};
+  auto with = [](Env env, const std::string& name, const std::string& value) {
+    env[name] = value;
+    return env;
+  };
+  const std::vector<std::tuple<Env, int, std::string>> cases = {
+      {push_main, 0, "perfgate: stored mode"},
+      {push_feature, 0, "perfgate: stored mode"},
+      {merge_request, 0, "perfgate: paired mode"},
+      {with(push_feature, "CI_OPEN_MERGE_REQUESTS", "group/p!1"), 0, "perfgate: paired mode"},
+      {with(merge_request, "PERFGATE_MODE", "stored"), 0, "perfgate: stored mode"},
+      {with(push_feature, "PERFGATE_MODE", "paired"), 0, "perfgate: paired mode"},
+      {with(push_main, "PERFGATE_MODE", "paired"), 3,
+       "paired on the default branch main would judge its commit against itself"},
+      {with(push_main, "PERFGATE_MODE", "pairde"), 3, "PERFGATE_MODE must be paired, stored"},
+  };
+  for (const auto& [vars, code, line] : cases) {
+    Env env = {{"PATH", "/usr/bin:/bin"}, {"CI_DEFAULT_BRANCH", "main"}, {"PERFGATE_MODE", ""}};
+    for (const auto& [name, value] : vars) env[name] = value;
+    auto result = testing::run_command({"/bin/sh", "-c", mode_script}, env);
+    EXPECT_EQ(result.exit_code, code) << line << ": " << result.out;
+    EXPECT_NE(result.out.find(line), std::string::npos) << result.out;
+  }
 }
 
 // Fixed ports collide between jobs on one host: the templates pick free ones at
