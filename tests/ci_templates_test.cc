@@ -556,9 +556,9 @@ TEST(CiTemplatesTest, TheGitlabTemplatesLeaveTheWorkflowToTheProject) {
 // is refused, as the GitHub action refuses paired mode without a pull request.
 TEST(CiTemplatesTest, TheGitlabJobPairsMergeRequestsAndRefusesPairedOnTheDefaultBranch) {
   require_pyyaml();
+  json job = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
   std::string mode_script;
-  for (const json& line :
-       load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"]["script"])
+  for (const json& line : job["script"])
     if (line.get<std::string>().find("mode=$PERFGATE_MODE") != std::string::npos)
       mode_script = line;
   ASSERT_FALSE(mode_script.empty());
@@ -626,7 +626,7 @@ std::string free_port_function(const std::string& script) {
 // listener here) is offered first, then a free one: free_port must skip the
 // first, every time. `cat /proc/net/tcp* | grep -q` fails there with SIGPIPE
 // when grep finds the port before cat is done, and the loop took that for free.
-constexpr const char* kFreePortDriver = R"(
+constexpr const char* kFreePortDriver = R"sh(
 python3 -c '
 import random, socket, sys, time
 s = socket.socket()
@@ -643,41 +643,37 @@ trap 'kill $listener' EXIT
 for _ in $(seq 100); do [ -s "$DIR/held" ] && break; sleep 0.1; done
 held=$(cat "$DIR/held")
 free=$held
-while [ "$free" = "$held" ] || grep -qs "$(printf ':%04X ' "$free")" /
-                                        proc / net / tcp / proc / net / tcp6;
-do free = $((RANDOM % 12000 + 20000)) done od() {
-#the template's random numbers: the held port first, then the free one local n;
-    n = $(cat "$DIR/calls");
-    echo $((n + 1)) > "$DIR/calls" if["$n" = 0];
-    then echo $((held - 20000));
-    else echo $((free - 20000));
-    fi
-  }
+while [ "$free" = "$held" ] || grep -qs "$(printf ':%04X ' "$free")" /proc/net/tcp /proc/net/tcp6; do
+  free=$((RANDOM % 12000 + 20000))
+done
+od() {  # the template's random numbers: the held port first, then the free one
+  local n; n=$(cat "$DIR/calls"); echo $((n + 1)) > "$DIR/calls"
+  if [ "$n" = 0 ]; then echo $((held - 20000)); else echo $((free - 20000)); fi
+}
 wrong=0
-for _ in $(seq 200);
-do
+for _ in $(seq 200); do
   echo 0 > "$DIR/calls"
   [ "$(free_port)" = "$free" ] || wrong=$((wrong + 1))
 done
 echo "held $held, free $free, wrong $wrong of 200"
-)";
+)sh";
 
 TEST(CiTemplatesTest, TheFreePortCheckSkipsAPortInUseUnderPipefail) {
-    require_pyyaml();
-    json gitlab = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
-    json action = load_yaml(ci_dir() / "github/action.yml");
-    for (const std::string& script :
-         {commands_of(gitlab), commands_of(step_named(action, "Run perfgate"))}) {
-      std::string function = free_port_function(script);
-      ASSERT_FALSE(function.empty()) << script;
-      testing::TempDir dir;
-      auto result = testing::run_command({"/bin/bash", "--noprofile", "--norc", "-eo", "pipefail",
-                                          "-c", function + "\n" + kFreePortDriver},
-                                         {{"PATH", "/usr/bin:/bin"}, {"DIR", dir.path().string()}});
-      ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
-      EXPECT_NE(result.out.find(", wrong 0 of 200"), std::string::npos) << function << result.out;
-    }
+  require_pyyaml();
+  json gitlab = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
+  json action = load_yaml(ci_dir() / "github/action.yml");
+  for (const std::string& script :
+       {commands_of(gitlab), commands_of(step_named(action, "Run perfgate"))}) {
+    std::string function = free_port_function(script);
+    ASSERT_FALSE(function.empty()) << script;
+    testing::TempDir dir;
+    auto result = testing::run_command({"/bin/bash", "--noprofile", "--norc", "-eo", "pipefail",
+                                        "-c", function + "\n" + kFreePortDriver},
+                                       {{"PATH", "/usr/bin:/bin"}, {"DIR", dir.path().string()}});
+    ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+    EXPECT_NE(result.out.find(", wrong 0 of 200"), std::string::npos) << function << result.out;
   }
+}
 
 // --- Sharded runs: the CI's own fan-out runs the shards, one job merges.
 
