@@ -38,6 +38,27 @@ profile() {
 }
 PROFILE
 }
+# Paired mode's: the same service in the run's checkout and in the baseline's,
+# on the ports the action picks.
+paired_profile() {
+  cat <<'PROFILE'
+{
+  "name": "events-paired",
+  "target": { "url": "http://127.0.0.1:${PERFGATE_CANDIDATE_PORT}/" },
+  "load": { "threads": 1, "connections": 4, "duration": "300ms", "warmup": "100ms" },
+  "repeat": { "count": 7, "discard": 1 },
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "0%" },
+  "thresholds": { "throughput": { "warn": "30%", "fail": "40%" }, "error_rate": { "max": "1%" } },
+  "service": { "command": ["sh", "-c", "${PERFGATE_SERVICE_COMMAND}"],
+               "cwd": "${PERFGATE_CANDIDATE_DIR:-.}", "env": { "PORT": "${PERFGATE_CANDIDATE_PORT}" } },
+  "paired": { "baseline": { "origin": "http://127.0.0.1:${PERFGATE_BASELINE_PORT}",
+    "commit": "${PERFGATE_BASELINE_COMMIT:-}",
+    "service": { "command": ["sh", "-c", "${PERFGATE_SERVICE_COMMAND}"],
+                 "cwd": "${PERFGATE_BASELINE_DIR}", "env": { "PORT": "${PERFGATE_BASELINE_PORT}" } } } }
+}
+PROFILE
+}
 demo() { echo "exec perfgate demo-server --port \"\$PORT\" --delay $1"; }
 key=perfgate-store-Linux-perfgate-events.json
 cache=$work/state/cache
@@ -51,12 +72,20 @@ event() {
   run_id=$((run_id + 1))
   rm -rf "$work/workspace" "$work/temp" && mkdir -p "$work/workspace" "$work/temp"
   profile >"$work/workspace/events.json"
+  paired_profile >"$work/workspace/events-paired.json"
+  [ -z "${PREPARE:-}" ] || (cd "$work/workspace" && $PREPARE)
+  # @RELEASE_HEAD@: release-1's commit in the workspace PREPARE made.
+  local args=() a
+  for a in "$@"; do
+    [ "$a" != @RELEASE_HEAD@ ] || a=$(git -C "$work/workspace" rev-parse release-1)
+    args+=("$a")
+  done
   echo "== $name (run $run_id, at ${SECONDS}s)"
   python3 ci/run-action.py / "$action" "$work/state" "$work/out/$name" --host \
     --workspace "$work/workspace" --temp "$work/temp" --path "$build" \
     --skip-step "Install perfgate" --run-id "$run_id" --sha "$(printf %040d "$run_id")" \
     --input profile=events.json \
-    --input artifact-name="perfgate-$name" --input service-command="$(demo "$delay")" "$@"
+    --input artifact-name="perfgate-$name" --input service-command="$(demo "$delay")" "${args[@]}"
   grep -E '^(::|== |cache )' "$work/out/$name/log" | sed 's/^/   /' | tail -n 30
 }
 expect() { # NAME FILE REGEX
@@ -96,7 +125,8 @@ expect push-release conclusion '^failure$'
 unsaved push-release
 
 queue=gh-readonly-queue/main/pr-5-0123456789abcdef0123456789abcdef01234567
-event merge-group 6ms --event merge_group --ref-name "$queue" --ref "refs/heads/$queue"
+event merge-group 6ms --event merge_group --ref-name "$queue" --ref "refs/heads/$queue" \
+  --input mode=stored
 expect merge-group outputs '^exit-code=1$'
 expect merge-group outputs '^mode=stored$'
 unsaved merge-group
@@ -162,23 +192,44 @@ expect push-release-after-accept outputs '^exit-code=[02]$'
 expect push-release-after-accept log "compared with run [0-9]+"
 unsaved push-release-after-accept
 # A maintenance branch whose workflow names itself the default branch
-# (default-branch: release-1) keeps a store of its own, here at 2 ms. A merge queue
-# into it is judged against release-1's runs (its event's merge_group.base_ref),
-# not main's: at 6 ms it fails, where main's accepted 6 ms runs would pass it.
-# Last: from here on release-1's pushes restore release-1's store.
+# (default-branch: release-1) keeps a store of its own, here at 2 ms, saved
+# under release-1's ref.
 event push-release-own 2ms --ref-name release-1 --ref refs/heads/release-1 \
   --input default-branch=release-1
 expect push-release-own outputs '^exit-code=0$'
 saved push-release-own release-1
-release_save=$run_id
-release_run=$(sed -n 's/.*\brun \([0-9]*\), no baseline.*/\1/p' "$work/out/push-release-own/log" | head -n 1)
-[ -n "$release_run" ] || fail "push-release-own: no 'run N, no baseline' line"
+# GitHub lets a merge queue's run read the caches of its own ref and of the
+# default branch only: release-1's store is out of its reach. In stored mode
+# (asked for) it finds no release-1 run and warns that it was not judged,
+# never a pass; nothing is saved.
 queue=gh-readonly-queue/release-1/pr-6-0123456789abcdef0123456789abcdef01234567
-event merge-group-release 6ms --event merge_group --ref-name "$queue" --ref "refs/heads/$queue" \
-  --queue-base release-1
-expect merge-group-release outputs '^exit-code=1$'
-expect merge-group-release log "^cache restore: $key-release-1-$release_save-1 "
-expect merge-group-release log "compared with run $release_run( |\$)"
-unsaved merge-group-release
-
+event merge-group-release-stored 6ms --event merge_group --ref-name "$queue" --ref "refs/heads/$queue" \
+  --queue-base release-1 --input default-branch=release-1 --input mode=stored
+expect merge-group-release-stored outputs '^exit-code=2$'
+expect merge-group-release-stored log "^cache restore: no entry for "
+expect merge-group-release-stored log "this merge queue run was not judged"
+unsaved merge-group-release-stored
+# By default a merge queue is paired, like a pull request: the queue's commit
+# against its merge_group.base_sha (release-1's head), both built and run here,
+# no store needed. The pull request makes the service 3x slower: it fails.
+queue_repo() {
+  git init -q -b release-1 && echo 2ms >delay && git add -A
+  git -c user.name=t -c user.email=t@t commit -qm "release-1's head"
+  git init -q --bare ../origin.git && git remote add origin ../origin.git && git push -q origin release-1
+  git checkout -qb queue && echo 6ms >delay
+  git -c user.name=t -c user.email=t@t commit -qam "the pull request: 3x slower"
+}
+rm -rf "$work/origin.git"
+# shellcheck disable=SC2016  # the service reads its checkout's delay file itself
+PREPARE=queue_repo event merge-group-release-paired '$(cat delay)' --event merge_group \
+  --ref-name "$queue" --ref "refs/heads/$queue" --queue-base release-1 \
+  --queue-base-sha @RELEASE_HEAD@ --input default-branch=release-1 --input paired-profile=events-paired.json
+expect merge-group-release-paired outputs '^mode=paired$'
+expect merge-group-release-paired outputs '^exit-code=1$'
+expect merge-group-release-paired conclusion '^failure$'
+[ "$(cat "$work/temp/perfgate-baseline/delay")" = 2ms ] ||
+  fail "merge-group-release-paired: the baseline is not release-1's head"
+grep -q "\"$(git -C "$work/workspace" rev-parse release-1)\"" "$work/state/artifacts/perfgate-merge-group-release-paired/result.json" ||
+  fail "merge-group-release-paired: result.json does not name release-1's head"
+unsaved merge-group-release-paired
 echo "github-events-test: every event's verdict and cache effect as expected (${SECONDS}s)"

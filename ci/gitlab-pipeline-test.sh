@@ -11,7 +11,8 @@
 #     verdicts; in a merged-results pipeline and a merge train a README-only
 #     merge request passes although main itself became slower (the baseline is
 #     the target's head); the project's rule-less job runs in the merge request
-#     pipeline;
+#     pipeline; a branch pipeline with an open merge request (GitLab's default
+#     branch pipelines) judges it paired; PERFGATE_MODE: paired on main is refused;
 #   - the sharded template: 3 shards and a merge pass; a failed shard makes the
 #     merge job name it.
 # gitlab-ci-local does not apply every GitLab rule, so ci/gitlab-rules-check.js
@@ -152,9 +153,10 @@ port=$((20000 + RANDOM % 20000))
 gcl() {
   "$glcl" --json-schema-validation=false --shell-isolation --no-color --max-job-name-padding 0 "$@"
 }
-# A merge request pipeline as GitLab makes one: no CI_COMMIT_BRANCH.
+# A merge request pipeline as GitLab makes one: no CI_COMMIT_BRANCH. The project
+# runs merge request pipelines and says so (PERFGATE_MR_PIPELINES).
 mr() {
-  gcl --variable CI_PIPELINE_SOURCE=merge_request_event \
+  gcl --variable CI_PIPELINE_SOURCE=merge_request_event --variable PERFGATE_MR_PIPELINES=true \
     --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main --unset-variable CI_COMMIT_BRANCH "$@"
 }
 artifact() { echo ".gitlab-ci-local/artifacts/$1"; }
@@ -216,7 +218,8 @@ grep -q 'compared with run' "$work/MR, slower service, stored.log" ||
 # branch name, and stored mode judges it against the default branch's runs (the
 # only ones cached), not against release/1's, of which there are none.
 expect_pipeline "MR into release/1, slower service, stored" failed fail gcl \
-  --variable CI_PIPELINE_SOURCE=merge_request_event --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=release/1 \
+  --variable CI_PIPELINE_SOURCE=merge_request_event --variable PERFGATE_MR_PIPELINES=true \
+  --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=release/1 \
   --unset-variable CI_COMMIT_BRANCH --variable PERFGATE_MODE=stored perfgate
 grep -q 'compared with run' "$work/MR into release_1, slower service, stored.log" ||
   fail "the MR into release/1 was not judged against main's store"
@@ -230,8 +233,7 @@ expect_pipeline "MR, same service, stored" "success warning" "pass warn" mr --va
 # user's adapted copy.
 # The project's own test job, without rules, runs in the merge request pipeline
 # beside perfgate. (gitlab-ci-local runs a named job whatever GitLab would do:
-# gitlab-rules-check.js above checks GitLab's side, that the template's
-# workflow:rules put rule-less jobs into merge request pipelines.)
+# gitlab-rules-check.js above checks GitLab's side, per workflow choice.)
 expect_pipeline "MR, same service, paired" "success warning" "pass warn" mr perfgate unit-tests
 grep -q 'profile recipe:pr-paired' "$work/MR, same service, paired.log" ||
   fail "the paired MR did not run the template's default profile, recipe:pr-paired"
@@ -240,6 +242,12 @@ grep -q 'profile recipe:pr-paired' "$work/MR, same service, paired.log" ||
 git checkout -q slower
 expect_pipeline "MR, slower service, paired" failed fail mr --variable PERFGATE_PAIRED_PROFILE=perf/pr-paired.json perfgate
 grep -q 'paired' "$work/MR, slower service, paired.log" || fail "the MR run was not paired"
+# GitLab's default, branch pipelines only: the push to a branch with an open
+# merge request is judged in its branch pipeline, paired against main.
+expect_pipeline "branch with an open MR, slower service" failed fail gcl \
+  --variable CI_OPEN_MERGE_REQUESTS='group/project!1' --variable PERFGATE_PAIRED_PROFILE=perf/pr-paired.json perfgate
+grep -q 'perfgate: paired mode' "$work/branch with an open MR, slower service.log" ||
+  fail "the branch pipeline of a branch with an open merge request was not paired"
 
 # A merged-results pipeline (or a merge train), as GitLab makes one: the checkout
 # is the merge of the merge request into the target's current head. Here main
@@ -266,6 +274,11 @@ done
 # branch fails against its 20 ms runs; the manual perfgate-accept job accepts that
 # run in the same cache, and main's next pipeline passes against it.
 git checkout -q main
+# Paired on the default branch would judge HEAD against itself: refused (exit 3).
+gcl --variable PERFGATE_MODE=paired perfgate >"$work/paired-on-main.log" 2>&1 || true
+grep -q 'paired on the default branch main would judge its commit against itself' "$work/paired-on-main.log" &&
+  [ "$(job_status "$work/paired-on-main.log" perfgate)" = failed ] ||
+  { tail -30 "$work/paired-on-main.log" >&2; fail "PERFGATE_MODE: paired on main was not refused"; }
 expect_pipeline "default branch, regressed" failed fail gcl perfgate
 grep -q 'calibrate: nothing to do' "$work/default branch, regressed.log" ||
   fail "main's later pipeline calibrated again"

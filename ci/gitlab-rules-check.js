@@ -1,17 +1,21 @@
 // Checks the GitLab templates as GitLab itself would build pipelines from them,
 // which gitlab-ci-local does not fully model (it lists rule-less jobs in merge
-// request pipelines; GitLab leaves them out). For each kind of pipeline (push
-// to the default branch, to another branch with and without an open merge
-// request, a merge request, a tag), every job's rules are evaluated as
-// documented (https://docs.gitlab.com/ci/jobs/job_rules/): the first matching
-// rule decides, `when: never` excludes, no match excludes, and a job without
-// rules or only/except runs in branch and tag pipelines only. Then every
-// `needs` must name a job in the same pipeline, and each pipeline the
-// templates' jobs run in runs the including project's rule-less jobs as well. Also: no top-level `stages:`,
-// only GitLab's default stages, the cache shared with unprotected branches,
-// artifacts kept on failure, the Premium widgets marked, nothing compiled,
-// no python3, and each file valid against GitLab's CI schema (ci.json, as
-// gitlab-ci-local bundles it).
+// request pipelines; GitLab leaves them out). For each event (a push to the
+// default branch, to another branch with and without an open merge request, a
+// tag) and each of the project's two workflow choices (GitLab's default branch
+// pipelines; merge request pipelines once one is open), the pipelines GitLab
+// creates are built from every job's rules as documented
+// (https://docs.gitlab.com/ci/jobs/job_rules/): the first matching rule decides,
+// `when: never` excludes, no match excludes, a job without rules runs in branch
+// and tag pipelines only (in every pipeline under workflow:rules), and a
+// pipeline without jobs is not created. Then: the project's own jobs (rule-less,
+// branch-only, push-only, `only: branches`) run exactly as they did before the
+// include; each gating job runs once per event; a merge request pipeline with
+// a template job holds the project's tests; every `needs` is met. Also: no
+// workflow: and no top-level `stages:`, only GitLab's default stages, the cache
+// shared with unprotected branches, artifacts kept on failure, the Premium
+// widgets marked, nothing compiled, no python3, and each file valid against
+// GitLab's CI schema (ci.json, as gitlab-ci-local bundles it).
 // Usage: NODE_PATH=<gitlab-ci-local's node_modules> node ci/gitlab-rules-check.js FILE... SCHEMA
 "use strict";
 const fs = require("fs");
@@ -96,17 +100,27 @@ function resolve(jobs, name, seen = []) {
 }
 
 // The job's `when` in this pipeline, or null when GitLab leaves it out.
-// workflowRules: the file defines workflow:rules (GitLab then drops the
+// workflowRules: the configuration has workflow:rules (GitLab then drops the
 // only/except defaults: a job without rules runs in every pipeline created).
 function presence(job, vars, workflowRules) {
-  if (!job.rules) {
-    if (job.only || job.except) throw new Error("only/except are not modelled");
-    // Without rules (and no workflow:rules) a job has only: [branches, tags]:
-    // never in a merge request pipeline.
-    if (workflowRules) return job.when ?? "on_success";
-    return vars.CI_PIPELINE_SOURCE === "merge_request_event" ? null : (job.when ?? "on_success");
+  if (job.rules) return firstRule(job.rules, job.when, { ...vars, ...ownVariables(job) });
+  if (job.except) throw new Error("except is not modelled");
+  const mr = vars.CI_PIPELINE_SOURCE === "merge_request_event";
+  if (job.only) {
+    const refs = [].concat(job.only);
+    const runs = (refs.includes("branches") && !!vars.CI_COMMIT_BRANCH && !mr) ||
+      (refs.includes("tags") && !!vars.CI_COMMIT_TAG) || (refs.includes("merge_requests") && mr);
+    return runs ? (job.when ?? "on_success") : null;
   }
-  return firstRule(job.rules, job.when, vars);
+  // Without rules (and no workflow:rules) a job has only: [branches, tags]:
+  // never in a merge request pipeline.
+  if (workflowRules) return job.when ?? "on_success";
+  return mr ? null : (job.when ?? "on_success");
+}
+
+// A job's own variables, which its rules:if reads too.
+function ownVariables(job) {
+  return Object.fromEntries(Object.entries(job.variables ?? {}).filter(([, v]) => typeof v === "string"));
 }
 
 // The rules' `when`: the first matching rule decides; null when none matches or `never`.
@@ -123,6 +137,58 @@ function firstRule(rules, defaultWhen, vars) {
 
 function needsOf(job) {
   return (job.needs ?? []).map((n) => (typeof n === "string" ? { job: n } : n));
+}
+
+// The including project's own jobs, as GitLab users have them: rule-less
+// tests, a branch-only lint (`if: $CI_COMMIT_BRANCH`, like GitLab's stable SAST
+// and Secret Detection templates), a push-only job and an `only: branches` one.
+const USER_JOBS = {
+  "unit-tests": { script: ["true"] },
+  "branch-lint": { script: ["true"], rules: [{ if: "$CI_COMMIT_BRANCH" }] },
+  "push-only": { script: ["true"], rules: [{ if: '$CI_PIPELINE_SOURCE == "push"' }] },
+  "only-branches": { script: ["true"], only: ["branches"] },
+};
+
+// The project's two workflow choices (docs/ci.md, "Which pipelines"): GitLab's
+// default branch pipelines, and GitLab's switch to merge request pipelines once
+// a merge request is open, with the template told so.
+const WORKFLOWS = {
+  "branch pipelines (no workflow:)": { workflow: undefined, variables: {} },
+  "merge request pipelines": {
+    workflow: [
+      { if: '$CI_PIPELINE_SOURCE == "merge_request_event"' },
+      { if: "$CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS", when: "never" },
+      { if: "$CI_COMMIT_BRANCH" },
+      { if: "$CI_COMMIT_TAG" },
+    ],
+    variables: { PERFGATE_MR_PIPELINES: "true" },
+  },
+};
+
+// What GitLab may create for each event: a push to a branch with an open merge
+// request makes a branch pipeline and, when any job matches, a merge request one.
+const EVENTS = {
+  "push to the default branch": ["push to the default branch"],
+  "push to a branch": ["push to a branch"],
+  "push to a branch with an open merge request": ["push to a branch with an open merge request", "merge request"],
+  "tag": ["tag"],
+};
+
+// The pipelines created from these jobs: each the workflow allows and that has
+// a job (GitLab creates no empty pipeline), with its jobs' `when`.
+function pipelinesOf(kinds, jobs, workflow, globals) {
+  const created = [];
+  for (const kind of kinds) {
+    const vars = { ...PIPELINES[kind], ...globals };
+    if (workflow && firstRule(workflow, undefined, vars) === null) continue;
+    const present = {};
+    for (const [name, job] of Object.entries(jobs)) {
+      const when = presence(job, vars, !!workflow);
+      if (when !== null) present[name] = when;
+    }
+    if (Object.keys(present).length) created.push({ kind, jobs: present });
+  }
+  return created;
 }
 
 const schema = JSON.parse(fs.readFileSync(schemaPath, "utf8"));
@@ -176,40 +242,41 @@ for (const file of args) {
     check(when === "manual", `${file}: ${name} is ${when} on the default branch, not manual`);
   }
 
-  // The including project's own job, without rules (as most projects' tests are).
-  const USER_JOB = "user-tests";
-  const workflowRules = doc.workflow?.rules;
-  for (const [pipeline, vars] of Object.entries(PIPELINES)) {
-    const present = {};
-    // workflow:rules decide whether GitLab creates this pipeline at all.
-    const created = !workflowRules || firstRule(workflowRules, undefined, vars) !== null;
-    for (const [name, job] of Object.entries(created ? resolved : {})) {
-      const when = presence(job, vars, !!workflowRules);
-      if (when !== null) present[name] = when;
+  check(!("workflow" in doc), `${file}: a workflow: decides for the including project's jobs too`);
+  const gating = visible.filter((name) => !name.endsWith("-accept"));
+  for (const [choice, config] of Object.entries(WORKFLOWS)) {
+    // The project's own workflow, else (GitLab merges included files) the template's.
+    const workflow = config.workflow ?? doc.workflow?.rules;
+    for (const [event, candidates] of Object.entries(EVENTS)) {
+      const what = `${file}: ${choice}, ${event}`;
+      const before = pipelinesOf(candidates, USER_JOBS, config.workflow, config.variables);
+      const after = pipelinesOf(candidates, { ...USER_JOBS, ...resolved }, workflow, config.variables);
+      // Including the template must not change which of the project's jobs run.
+      const users = (pipelines) => [...new Set(pipelines.flatMap((p) => Object.keys(p.jobs)))]
+        .filter((name) => name in USER_JOBS).sort();
+      check(JSON.stringify(users(before)) === JSON.stringify(users(after)),
+            `${what}: the project's jobs [${users(before)}] became [${users(after)}]`);
+      // Each gating job once per event (a tag: never), so that a change is judged
+      // once; a merge request pipeline holding it (the one "Pipelines must
+      // succeed" checks) holds the project's rule-less tests too.
+      for (const name of gating) {
+        const runs = after.filter((p) => name in p.jobs).length;
+        check(runs === (event === "tag" ? 0 : 1), `${what}: ${name} runs in ${runs} pipelines`);
+      }
+      for (const p of after) {
+        if (p.kind === "merge request" && gating.some((name) => name in p.jobs))
+          check("unit-tests" in p.jobs, `${what}: the merge request pipeline holds [${Object.keys(p.jobs)}], not the project's rule-less tests`);
+        for (const name of Object.keys(p.jobs).filter((n) => n in resolved))
+          for (const need of needsOf(resolved[name]))
+            check(need.optional || need.job in p.jobs,
+                  `${what}: in the ${p.kind} pipeline ${name} needs ${need.job}, which is not in it`);
+        // The accept job changes the default branch's store: there only, by hand.
+        for (const name of Object.keys(p.jobs).filter((n) => n.endsWith("-accept")))
+          check(p.kind === "push to the default branch" && p.jobs[name] === "manual",
+                `${what}: ${name} is ${p.jobs[name]} in the ${p.kind} pipeline`);
+      }
+      console.log(`${what}: ${after.map((p) => `${p.kind} [${Object.entries(p.jobs).map(([n, w]) => `${n} (${w})`).join(", ")}]`).join("; ") || "no pipeline"}`);
     }
-    // Including the template must not ungate the project's own tests: a pipeline
-    // the template's jobs run in (a merge request's, which "Pipelines must
-    // succeed" checks) must run the project's rule-less jobs too.
-    const userRuns = created && presence({ script: ["true"] }, vars, !!workflowRules) !== null;
-    check(Object.keys(present).length === 0 || userRuns,
-          `${file}: a ${pipeline} pipeline runs [${Object.keys(present)}] but not the project's jobs without rules (${USER_JOB})`);
-    for (const name of Object.keys(present))
-      for (const need of needsOf(resolved[name]))
-        check(need.optional || need.job in present,
-              `${file}: in a ${pipeline} pipeline ${name} needs ${need.job}, which is not in it`);
-    // The accept job (an intended regression's new baseline) changes the default
-    // branch's store: on the default branch only, and only by hand.
-    const gating = visible.filter((name) => !name.endsWith("-accept"));
-    const expected = {
-      "push to the default branch": visible,
-      "push to a branch": gating,
-      "push to a branch with an open merge request": [],  // the merge request pipeline runs them
-      "merge request": gating,
-      "tag": [],
-    }[pipeline];
-    check(JSON.stringify(Object.keys(present).sort()) === JSON.stringify([...expected].sort()),
-          `${file}: a ${pipeline} pipeline has [${Object.keys(present)}], expected [${expected}]`);
-    console.log(`${file}: ${pipeline}: ${Object.entries(present).map(([n, w]) => `${n} (${w})`).join(", ") || "no jobs"}`);
   }
 }
 if (failures) process.exit(1);

@@ -10,11 +10,14 @@ GITHUB_ENV and GITHUB_STEP_SUMMARY files and the GITHUB_* variables; its outputs
 exported variables, summary and workflow commands are gathered as the runner
 gathers them. `uses:` steps are stubbed: actions/cache/restore and save keep
 entries in STATE/cache (GitHub's rules: an exact key or the newest entry whose key
-starts with a restore key; a key is never saved twice), actions/upload-artifact
+starts with a restore key; a key is never saved twice; a run reads only entries
+saved from its own ref, its pull request's base branch or the default branch,
+in that order), actions/upload-artifact
 copies to STATE/artifacts (a name is uploaded once), anything else is skipped.
 
 Usage: run-action.py ROOT ACTION_DIR STATE OUT [--event NAME] [--ref-name R]
-         [--base-ref B] [--queue-base B] [--head-repository OWNER/NAME]
+         [--base-ref B] [--queue-base B] [--queue-base-sha SHA]
+         [--head-repository OWNER/NAME]
          [--run-id N] [--input NAME=VALUE]...
          [--host --workspace DIR --temp DIR --path DIR --skip-step NAME]
 ACTION_DIR, STATE and the workspace (ROOT/gh/workspace) are paths in the root.
@@ -222,9 +225,14 @@ class Runner:
             "server_url": args.server_url, "action_repository": "", "sha": args.sha,
             "workspace": self.workspace, "event": event, "action_path": self.action_dir}
         self.runner = {"os": "Linux", "temp": self.temp}
+        # GitHub's cache scopes a run may read, nearest first.
+        self.scopes = [args.ref]
+        if args.event == "pull_request" and args.base_ref:
+            self.scopes.append(f"refs/heads/{args.base_ref}")
+        self.scopes.append(f"refs/heads/{args.default_branch}")
         self.steps, self.env, self.status = {}, {}, "success"
         self.log, self.annotations, self.summary = [], [], ""
-        os.makedirs(self.host(self.temp), exist_ok=True)
+        os.makedirs(self.host(self.temp) + "/home", exist_ok=True)
         json.dump(event, open(self.host(self.temp + "/event.json"), "w"))
         given = dict(item.split("=", 1) for item in args.input)
         context = self.context({})
@@ -246,7 +254,9 @@ class Runner:
         g = self.github
         env = {"PATH": "".join(p + ":" for p in self.path) +
                        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-               "HOME": "/root", "CI": "true", "GITHUB_ACTIONS": "true",
+               # On the host, a home of its own: git config --global stays the run's.
+               "HOME": self.temp + "/home" if not self.chroot else "/root",
+               "CI": "true", "GITHUB_ACTIONS": "true",
                "GITHUB_EVENT_NAME": g["event_name"], "GITHUB_REF_NAME": g["ref_name"],
                "GITHUB_BASE_REF": g["base_ref"], "GITHUB_HEAD_REF": g["head_ref"],
                "GITHUB_REF": g["ref"], "GITHUB_SHA": g["sha"], "GITHUB_RUN_ID": g["run_id"],
@@ -319,9 +329,12 @@ class Runner:
         if action == "actions/cache/restore":
             entries = sorted(os.listdir(cache), key=lambda e: os.stat(f"{cache}/{e}").st_mtime_ns,
                              reverse=True)
-            prefixes = [k for k in with_.get("restore-keys", "").splitlines() if k.strip()]
-            match = with_["key"] if with_["key"] in entries else next(
-                (e for p in prefixes for e in entries if e.startswith(p.strip())), None)
+            scope = {e: open(f"{cache}/{e}/scope").read() for e in entries}
+            prefixes = [k.strip() for k in with_.get("restore-keys", "").splitlines() if k.strip()]
+            match = next((e for s in self.scopes for e in entries
+                          if scope[e] == s and e == with_["key"]), None) or next(
+                (e for p in prefixes for s in self.scopes for e in entries
+                 if scope[e] == s and e.startswith(p)), None)
             outputs["cache-hit"] = text_of(match == with_["key"])
             outputs["cache-matched-key"] = match or ""
             if match:
@@ -337,6 +350,8 @@ class Runner:
                 return "success"
             os.makedirs(entry)
             shutil.copy2(path, f"{entry}/file")
+            with open(f"{entry}/scope", "w") as f:
+                f.write(self.github["ref"])
             self.log.append(f"cache save: {with_['key']}")
             return "success"
         if action == "actions/upload-artifact":
@@ -372,7 +387,7 @@ def event_payload(args):
     event = {"repository": {"default_branch": args.default_branch}}
     if args.event == "merge_group":
         target = args.queue_base or args.default_branch
-        event["merge_group"] = {"base_ref": f"refs/heads/{target}",
+        event["merge_group"] = {"base_ref": f"refs/heads/{target}", "base_sha": args.queue_base_sha,
                                 "head_ref": f"refs/heads/{args.ref_name}"}
     if args.event in ("pull_request", "pull_request_target"):
         head_repo = args.head_repository or args.repository
@@ -403,6 +418,7 @@ def main():
     p.add_argument("--input", action="append", default=[])
     p.add_argument("--default-branch", default="main", help="the repository's, in the event")
     p.add_argument("--queue-base", default="", help="a merge group's target branch (default: the default branch)")
+    p.add_argument("--queue-base-sha", default="", help="a merge group's base commit")
     p.add_argument("--head-repository", default="", help="a pull request's head repository (a fork's)")
     p.add_argument("--host", action="store_true", help="no chroot: run the steps here")
     p.add_argument("--workspace", default="/gh/workspace")

@@ -63,6 +63,38 @@ TEST(CiContextTest, FlagsWinOverEnvironment) {
   EXPECT_EQ(ci.baseline_branch, "trunk");
 }
 
+// A merge queue's run is a change that merges next: judged, never a baseline
+// of its own; its baseline is the queue's target, read from its branch's name.
+TEST(CiContextTest, GithubMergeQueueIsAChangeRequestAgainstItsTarget) {
+  auto ci = read_ci_context(
+      {}, fake_env({{"GITHUB_ACTIONS", "true"},
+                    {"GITHUB_EVENT_NAME", "merge_group"},
+                    {"GITHUB_REF_NAME", "gh-readonly-queue/release/1/pr-6-0123abcd"}}));
+  EXPECT_TRUE(ci.change_request);
+  EXPECT_EQ(ci.change_kind, "merge queue run");
+  EXPECT_EQ(ci.baseline_branch, "release/1");
+  auto flagged = read_ci_context({"", "", "main"}, fake_env({{"GITHUB_EVENT_NAME", "merge_group"},
+                                                             {"GITHUB_REF_NAME", "odd-name"}}));
+  EXPECT_EQ(flagged.baseline_branch, "main");
+  EXPECT_TRUE(flagged.change_request);
+}
+
+TEST(CiContextTest, OnlyChangesAreChangeRequests) {
+  for (const char* event : {"push", "schedule", "workflow_dispatch"}) {
+    auto ci = read_ci_context({}, fake_env({{"GITHUB_EVENT_NAME", event}}));
+    EXPECT_FALSE(ci.change_request) << event;
+    EXPECT_EQ(ci.change_kind, "") << event;
+  }
+  EXPECT_EQ(read_ci_context({}, fake_env({{"GITHUB_EVENT_NAME", "pull_request"}})).change_kind,
+            "pull request");
+  EXPECT_EQ(read_ci_context({}, fake_env({{"CI_MERGE_REQUEST_IID", "3"}})).change_kind,
+            "merge request");
+  // GitLab's branch pipeline of a branch with an open merge request gates that
+  // merge request when the project runs no merge request pipelines.
+  EXPECT_TRUE(
+      read_ci_context({}, fake_env({{"CI_OPEN_MERGE_REQUESTS", "group/p!1"}})).change_request);
+}
+
 TEST(CiContextTest, LocalRunWithoutAnything) {
   auto ci = read_ci_context({}, fake_env({}));
   EXPECT_EQ(ci.provider, "local");

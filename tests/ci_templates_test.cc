@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "support/test_support.h"
@@ -223,7 +224,20 @@ TEST(CiTemplatesTest, ThePlanJudgesEveryEventAgainstTheRightBranchAndSavesOnlyTh
   const std::vector<Case> cases = {
       {{{"EVENT", "push"}, {"REF_NAME", "main"}}, "stored", "main", "true"},
       {{{"EVENT", "push"}, {"REF_NAME", "release-1"}}, "stored", "main", "false"},
+      // A merge queue is a change too: paired, against the commit it builds on.
       {{{"EVENT", "merge_group"}, {"REF_NAME", "gh-readonly-queue/main/pr-5-abc"}},
+       "paired",
+       "main",
+       "false"},
+      {{{"EVENT", "merge_group"},
+        {"REF_NAME", "gh-readonly-queue/release-1/pr-6-abc"},
+        {"QUEUE_BASE_REF", "refs/heads/release-1"}},
+       "paired",
+       "release-1",
+       "false"},
+      {{{"EVENT", "merge_group"},
+        {"REF_NAME", "gh-readonly-queue/main/pr-5-abc"},
+        {"MODE", "stored"}},
        "stored",
        "main",
        "false"},
@@ -248,7 +262,16 @@ TEST(CiTemplatesTest, ThePlanJudgesEveryEventAgainstTheRightBranchAndSavesOnlyTh
     EXPECT_EQ(plan.outputs["baseline-branch"], c.baseline) << what;
     EXPECT_EQ(plan.outputs["save"], c.save) << what;
     EXPECT_EQ(plan.outputs["default-branch"], "main") << what;
+    EXPECT_TRUE(std::regex_match(plan.outputs["comment-key"], std::regex("[A-Za-z0-9._-]{1,100}")))
+        << what << ": " << plan.outputs["comment-key"];
   }
+  // Two perfgate jobs on one pull request keep a sticky comment each.
+  std::map<std::string, std::string> pr = {
+      {"EVENT", "pull_request"}, {"REF_NAME", "5/merge"}, {"BASE_REF", "main"}};
+  std::string first = plan_for(pr).outputs["comment-key"];
+  pr["JOB"] = "perfgate-api";
+  EXPECT_NE(first, plan_for(pr).outputs["comment-key"]);
+  EXPECT_EQ(first, "perfgate-recipe_pr-paired");
 }
 
 // Refused with one line, exit 3: pull_request_target (the base commit, a store
@@ -273,6 +296,38 @@ TEST(CiTemplatesTest, ThePlanRefusesPullRequestTargetAndAcceptOffTheDefaultBranc
   EXPECT_EQ(step_named(action, "Comment on the pull request")["if"].get<std::string>().find(
                 "pull_request_target"),
             std::string::npos);
+}
+
+// A comment that cannot be written (here: nothing listens at the API's address)
+// is one warning with perfgate's reason, never perfgate's own ::error
+// annotation on a run whose verdict stands.
+TEST(CiTemplatesTest, AFailedPullRequestCommentIsAWarningNotAnError) {
+  require_pyyaml();
+  json step = step_named(load_yaml(ci_dir() / "github/action.yml"), "Comment on the pull request");
+  testing::TempDir dir;
+  fs::create_directories(dir / "out");
+  testing::write_file(dir / "out/summary.md", "## perfgate hello: PASS\n");
+  testing::write_file(dir / "event.json", R"({"pull_request": {"number": 7}})");
+  std::string bin_dir = fs::path(testing::perfgate_binary()).parent_path().string();
+  auto result = testing::run_command(
+      {"/bin/bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]},
+      {{"PATH", bin_dir + ":/usr/bin:/bin"},
+       {"GITHUB_ACTIONS", "true"},
+       {"GITHUB_API_URL", "http://127.0.0.1:" + std::to_string(testing::unused_port())},
+       {"GITHUB_REPOSITORY", "owner/repo"},
+       {"GITHUB_EVENT_PATH", (dir / "event.json").string()},
+       {"GITHUB_TOKEN", "not-a-token"},
+       {"OUT", (dir / "out").string()},
+       {"FORK", "false"},
+       {"KEY", "perfgate-hello"},
+       {"RUNNER_TEMP", dir.path().string()}});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("::warning title=perfgate::the pull request comment could not be "
+                            "written: GET http://127.0.0.1:"),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(result.out.find("::error"), std::string::npos) << result.out;
+  EXPECT_EQ(result.err.find("::error"), std::string::npos) << result.err;
 }
 
 TEST(CiTemplatesTest, TheReleaseWorkflowPublishesTheDebAndTheImage) {
@@ -378,6 +433,13 @@ TEST(CiTemplatesTest, TheExampleWorkflowUsesTheActionOneRunPerRef) {
   EXPECT_NE(text.find("\"fetch-depth\":0"), std::string::npos);
   EXPECT_NE(workflow["concurrency"]["group"].get<std::string>().find("github.ref"),
             std::string::npos);
+  // comment: true writes a pull request comment: the token must be allowed to.
+  json with;
+  for (const json& step : workflow["jobs"]["perfgate"]["steps"])
+    if (step.value("uses", "").starts_with("OWNER/perfgate/ci/github@")) with = step["with"];
+  EXPECT_EQ(with["comment"], "true");
+  EXPECT_EQ(workflow["permissions"]["pull-requests"], "write");
+  EXPECT_EQ(workflow["permissions"]["contents"], "read");
 }
 
 TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {
@@ -459,22 +521,72 @@ TEST(CiTemplatesTest, TheGitlabPairedBaselineIsTheTargetsHeadInMergedResultsAndM
   EXPECT_NE(docs.find("CI_MERGE_REQUEST_TARGET_BRANCH_SHA"), std::string::npos);
 }
 
-// GitLab leaves rule-less jobs out of merge request pipelines unless the
-// configuration has workflow:rules; a template whose job alone matches merge
-// requests then makes merge request pipelines that hold only it ("Pipelines
-// must succeed" checks those). Both templates carry the merge-request workflow.
-// ci/gitlab-rules-check.js evaluates the effect per kind of pipeline.
-TEST(CiTemplatesTest, TheGitlabTemplatesSwitchToMergeRequestPipelinesForEveryJob) {
+// A template's workflow: replaces the project's own choice for every job: with
+// the merge-request workflow, a push to a branch with an open merge request got
+// no branch pipeline, and the project's branch-only jobs ran nowhere. The
+// templates leave workflow: to the project and run in merge request pipelines
+// only when told it has them (else a merge request pipeline holding only
+// perfgate would appear beside the branch pipeline, and gate the merge alone).
+// ci/gitlab-rules-check.js builds the pipelines of both choices.
+TEST(CiTemplatesTest, TheGitlabTemplatesLeaveTheWorkflowToTheProject) {
   require_pyyaml();
   for (const char* file : {"perfgate.gitlab-ci.yml", "perfgate-sharded.gitlab-ci.yml"}) {
-    json rules = load_yaml(ci_dir() / "gitlab" / file)["workflow"]["rules"];
-    ASSERT_TRUE(rules.is_array()) << file << ": no workflow:rules";
-    ASSERT_EQ(rules.size(), 3u) << file;
-    EXPECT_EQ(rules[0]["if"], "$CI_PIPELINE_SOURCE == \"merge_request_event\"") << file;
-    EXPECT_EQ(rules[1]["if"], "$CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS") << file;
-    EXPECT_EQ(rules[1]["when"], "never") << file;
-    // Every other pipeline (tags, schedules, branches) is created as before.
-    EXPECT_EQ(rules[2], json({{"when", "always"}})) << file;
+    json pipeline = load_yaml(ci_dir() / "gitlab" / file);
+    EXPECT_FALSE(pipeline.contains("workflow")) << file;
+    int merge_request_rules = 0;
+    for (const auto& [name, job] : pipeline.items()) {
+      if (!job.is_object() || !job.contains("rules")) continue;
+      for (const json& rule : job["rules"]) {
+        std::string condition = rule.value("if", "");
+        if (condition.find("merge_request_event") == std::string::npos) continue;
+        ++merge_request_rules;
+        EXPECT_NE(condition.find(R"(&& $PERFGATE_MR_PIPELINES == "true")"), std::string::npos)
+            << file << " " << name << ": " << condition;
+      }
+    }
+    EXPECT_GE(merge_request_rules, 1) << file;
+  }
+  std::string docs = testing::read_file(testing::source_dir() / "docs/ci.md");
+  EXPECT_NE(docs.find("PERFGATE_MR_PIPELINES"), std::string::npos);
+}
+
+// The GitLab job's choice of mode, run by sh as the runner runs it: paired for a
+// merge request (its pipeline, or the branch pipeline gating it), stored
+// elsewhere; paired on the default branch would judge HEAD against itself and
+// is refused, as the GitHub action refuses paired mode without a pull request.
+TEST(CiTemplatesTest, TheGitlabJobPairsMergeRequestsAndRefusesPairedOnTheDefaultBranch) {
+  require_pyyaml();
+  json job = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
+  std::string mode_script;
+  for (const json& line : job["script"])
+    if (line.get<std::string>().find("mode=$PERFGATE_MODE") != std::string::npos)
+      mode_script = line;
+  ASSERT_FALSE(mode_script.empty());
+  using Env = std::map<std::string, std::string>;
+  const Env push_main = {{"CI_PIPELINE_SOURCE", "push"}, {"CI_COMMIT_BRANCH", "main"}};
+  const Env push_feature = {{"CI_PIPELINE_SOURCE", "push"}, {"CI_COMMIT_BRANCH", "feature"}};
+  const Env merge_request = {{"CI_PIPELINE_SOURCE", "merge_request_event"}};
+  auto with = [](Env env, const std::string& name, const std::string& value) {
+    env[name] = value;
+    return env;
+  };
+  const std::vector<std::tuple<Env, int, std::string>> cases = {
+      {push_main, 0, "perfgate: stored mode"},
+      {push_feature, 0, "perfgate: stored mode"},
+      {merge_request, 0, "perfgate: paired mode"},
+      {with(push_feature, "CI_OPEN_MERGE_REQUESTS", "group/p!1"), 0, "perfgate: paired mode"},
+      {with(merge_request, "PERFGATE_MODE", "stored"), 0, "perfgate: stored mode"},
+      {with(push_feature, "PERFGATE_MODE", "paired"), 0, "perfgate: paired mode"},
+      {with(push_main, "PERFGATE_MODE", "paired"), 3,
+       "paired on the default branch main would judge its commit against itself"},
+      {with(push_main, "PERFGATE_MODE", "pairde"), 3, "PERFGATE_MODE must be paired, stored"},
+  };
+  for (const auto& [vars, code, line] : cases) {
+    Env env = {{"PATH", "/usr/bin:/bin"}, {"CI_DEFAULT_BRANCH", "main"}, {"PERFGATE_MODE", ""}};
+    for (const auto& [name, value] : vars) env[name] = value;
+    auto result = testing::run_command({"/bin/sh", "-c", mode_script}, env);
+    EXPECT_EQ(result.exit_code, code) << line << ": " << result.out;
+    EXPECT_NE(result.out.find(line), std::string::npos) << result.out;
   }
 }
 
@@ -501,6 +613,68 @@ TEST(CiTemplatesTest, TheTemplatesPickFreePortsUnlessSet) {
   EXPECT_EQ(gitlab["variables"]["PERFGATE_BASELINE_PORT"], "");
 }
 
+// The template's free_port() function, as written in its script.
+std::string free_port_function(const std::string& script) {
+  auto start = script.find("free_port() {");
+  auto end = script.find("echo \"$p\"", start);
+  end = script.find('}', end);
+  if (start == std::string::npos || end == std::string::npos) return "";
+  return script.substr(start, end + 1 - start);
+}
+
+// Both runners run the script with bash -eo pipefail. A port in use (held by a
+// listener here) is offered first, then a free one: free_port must skip the
+// first, every time. `cat /proc/net/tcp* | grep -q` fails there with SIGPIPE
+// when grep finds the port before cat is done, and the loop took that for free.
+constexpr const char* kFreePortDriver = R"sh(
+python3 -c '
+import random, socket, sys, time
+s = socket.socket()
+while True:
+    try:
+        s.bind(("127.0.0.1", random.randrange(20000, 32000))); break
+    except OSError: pass
+s.listen(1)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(60)' "$DIR/held" &
+listener=$!
+trap 'kill $listener' EXIT
+for _ in $(seq 100); do [ -s "$DIR/held" ] && break; sleep 0.1; done
+held=$(cat "$DIR/held")
+free=$held
+while [ "$free" = "$held" ] || grep -qs "$(printf ':%04X ' "$free")" /proc/net/tcp /proc/net/tcp6; do
+  free=$((RANDOM % 12000 + 20000))
+done
+od() {  # the template's random numbers: the held port first, then the free one
+  local n; n=$(cat "$DIR/calls"); echo $((n + 1)) > "$DIR/calls"
+  if [ "$n" = 0 ]; then echo $((held - 20000)); else echo $((free - 20000)); fi
+}
+wrong=0
+for _ in $(seq 200); do
+  echo 0 > "$DIR/calls"
+  [ "$(free_port)" = "$free" ] || wrong=$((wrong + 1))
+done
+echo "held $held, free $free, wrong $wrong of 200"
+)sh";
+
+TEST(CiTemplatesTest, TheFreePortCheckSkipsAPortInUseUnderPipefail) {
+  require_pyyaml();
+  json gitlab = load_yaml(ci_dir() / "gitlab/perfgate.gitlab-ci.yml")[".perfgate"];
+  json action = load_yaml(ci_dir() / "github/action.yml");
+  for (const std::string& script :
+       {commands_of(gitlab), commands_of(step_named(action, "Run perfgate"))}) {
+    std::string function = free_port_function(script);
+    ASSERT_FALSE(function.empty()) << script;
+    testing::TempDir dir;
+    auto result = testing::run_command({"/bin/bash", "--noprofile", "--norc", "-eo", "pipefail",
+                                        "-c", function + "\n" + kFreePortDriver},
+                                       {{"PATH", "/usr/bin:/bin"}, {"DIR", dir.path().string()}});
+    ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+    EXPECT_NE(result.out.find(", wrong 0 of 200"), std::string::npos) << function << result.out;
+  }
+}
+
 // --- Sharded runs: the CI's own fan-out runs the shards, one job merges.
 
 // Every --shard the commands pass, as "I/N" text.
@@ -512,9 +686,17 @@ std::vector<std::string> shard_args(const std::string& commands) {
   return out;
 }
 
+// The shards' folder with their count: a shard that wrote nothing is named
+// (a glob that matched nothing said only "shard-*.json: cannot read").
 bool merges(const std::string& commands) {
   return std::regex_search(
-      commands, std::regex(R"(perfgate(_BIN)?\"? merge .*shard-\*\.json)", std::regex::icase));
+      commands, std::regex(R"(perfgate(_BIN)?\"? merge [a-z-]+ --expect \"\$)", std::regex::icase));
+}
+
+// A template's default profile must exist where it is copied to: built in.
+void expect_builtin_profile(const std::string& profile) {
+  ASSERT_TRUE(profile.starts_with("recipe:")) << profile << " exists only in perfgate's repository";
+  EXPECT_TRUE(fs::exists(ci_dir() / "profiles" / (profile.substr(7) + ".json"))) << profile;
 }
 
 TEST(CiTemplatesTest, TheShardedWorkflowRunsAMatrixOfShardsThenMerges) {
@@ -548,7 +730,10 @@ TEST(CiTemplatesTest, TheShardedWorkflowRunsAMatrixOfShardsThenMerges) {
   EXPECT_EQ(group.find("head_ref"), std::string::npos) << group;
   EXPECT_NE(group.find("vars.PERFGATE_SHARED_SERVICE"), std::string::npos) << group;
   EXPECT_EQ(workflow["concurrency"]["cancel-in-progress"], false);
-  EXPECT_TRUE(fs::exists(testing::source_dir() / workflow["env"]["PROFILE"].get<std::string>()));
+  expect_builtin_profile(workflow["env"]["PROFILE"]);
+  // perfgate's releases, not the copying repository's own.
+  EXPECT_EQ(workflow["env"]["PERFGATE_RELEASES"].get<std::string>().find("github.repository"),
+            std::string::npos);
 }
 
 TEST(CiTemplatesTest, TheShardedGitlabPipelineRunsParallelShardsThenMerges) {
@@ -562,7 +747,8 @@ TEST(CiTemplatesTest, TheShardedGitlabPipelineRunsParallelShardsThenMerges) {
   EXPECT_EQ(pipeline["perfgate-schedule"]["artifacts"]["reports"]["dotenv"], "schedule.env");
   json merge = pipeline["perfgate-merge"];
   EXPECT_NE(merge["needs"].dump().find("perfgate-load"), std::string::npos);
-  EXPECT_TRUE(merges(commands_of(merge)));
+  EXPECT_TRUE(merges(commands_of(merge))) << commands_of(merge);
+  expect_builtin_profile(pipeline[".perfgate-sharded"]["variables"]["PERFGATE_PROFILE"]);
   EXPECT_EQ(merge["artifacts"]["reports"]["junit"], "perfgate-out/junit.xml");
   EXPECT_EQ(merge["allow_failure"]["exit_codes"], json::array({2}));
 }

@@ -26,7 +26,7 @@ EnvLookup recipe_env() {
 }
 
 TEST(ProfileRecipe, EachIsItsFileInCiProfilesByteForByte) {
-  ASSERT_EQ(profile_recipes().size(), 2u);
+  ASSERT_EQ(profile_recipes().size(), 3u);
   for (const auto& recipe : profile_recipes())
     EXPECT_EQ(recipe.text, testing::read_file(recipe_file(recipe.name))) << recipe.name;
 }
@@ -36,11 +36,11 @@ TEST(ProfileRecipe, FindsByNameWithoutThePrefix) {
   EXPECT_EQ(find_recipe("pr-paired")->name, "pr-paired");
   EXPECT_FALSE(find_recipe("recipe:pr-paired"));
   EXPECT_FALSE(find_recipe("hello"));
-  EXPECT_EQ(recipe_names(), "default-branch, pr-paired");
+  EXPECT_EQ(recipe_names(), "default-branch, hello-sharded, pr-paired");
 }
 
 TEST(ProfileRecipe, LoadsAsTheFileDoesWithTheSameHash) {
-  for (std::string name : {"default-branch", "pr-paired"}) {
+  for (std::string name : {"default-branch", "hello-sharded", "pr-paired"}) {
     Profile built_in = load_profile("recipe:" + name, recipe_env());
     Profile file = load_profile(recipe_file(name), recipe_env());
     EXPECT_EQ(built_in.hash, file.hash) << name;
@@ -55,7 +55,7 @@ TEST(ProfileRecipe, AnUnknownRecipeNamesTheKnownOnes) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "recipe:hello: no such recipe; perfgate has default-branch, pr-paired "
+              "recipe:hello: no such recipe; perfgate has default-branch, hello-sharded, pr-paired "
               "(a file named so needs ./ in front)");
   }
 }

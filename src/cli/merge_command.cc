@@ -53,6 +53,18 @@ std::string names(const std::vector<fs::path>& files) {
   return text.empty() ? "none" : text;
 }
 
+// The shard-I.json names (as the templates write them) that are not among files.
+std::string missing_names(const std::vector<fs::path>& files, int expect) {
+  std::vector<fs::path> absent;
+  for (int i = 1; i <= expect; ++i) {
+    auto name = "shard-" + std::to_string(i) + ".json";
+    if (std::none_of(files.begin(), files.end(),
+                     [&](const fs::path& f) { return f.filename() == name; }))
+      absent.push_back(name);
+  }
+  return names(absent);
+}
+
 // What is still missing, "" when the shards are all there.
 std::string missing(const std::vector<fs::path>& args, const std::vector<fs::path>& files,
                     int expect) {
@@ -61,7 +73,8 @@ std::string missing(const std::vector<fs::path>& args, const std::vector<fs::pat
     if (!fs::exists(arg, ec)) return arg.string() + " does not exist";
   if (expect > 0 && static_cast<int>(files.size()) < expect)
     return std::to_string(files.size()) + " of " + std::to_string(expect) +
-           " shard files (found: " + names(files) + ")";
+           " shard files (found: " + names(files) + "; missing: " + missing_names(files, expect) +
+           ")";
   return "";
 }
 
@@ -100,14 +113,20 @@ void register_merge_command(CommandSet& commands) {
   merge->add_option("--wait", wait->wait,
                     "Wait up to this long (\"30m\") until every shard file is there "
                     "(each named file, or --expect N in the folders)");
-  merge->add_option("--expect", wait->expect, "How many shard files make the run (with --wait)")
+  merge
+      ->add_option("--expect", wait->expect,
+                   "How many shard files make the run: waited for with --wait, else the "
+                   "missing ones are named")
       ->check(CLI::PositiveNumber);
   add_gate_options(merge, opt);  // the same reports and baseline choice as run
   commands.add(merge, [opt, paths, wait](const CommandContext& ctx) {
     auto files = complete_shards(*paths, *wait, ctx.stop);
-    if (files.empty()) throw Error("merge: no shard files in " + paths->front().string());
+    // A shard job that failed before writing its result leaves no file: name it.
     if (wait->wait.empty() && wait->expect > 0 && static_cast<int>(files.size()) < wait->expect)
-      throw Error("merge: " + missing({}, files, wait->expect) + " (--wait waits for them)");
+      throw Error("merge: " + missing({}, files, wait->expect) +
+                  ": a shard that failed before writing its result leaves none (see its job's log; "
+                  "--wait waits for shards still running)");
+    if (files.empty()) throw Error("merge: no shard files in " + paths->front().string());
     return to_int(merge_gate(*opt, files, ctx.env, std::cout));
   });
 }

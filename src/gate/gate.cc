@@ -37,14 +37,14 @@ SequentialStep look(const Profile& judging, const MeasuredRun& run,
   return next_step(j, run.record.saturation.saturated, stop, taken, plan);
 }
 
-// A pull/merge request with nothing to compare with would pass unjudged (a
-// hosted runner's new host fingerprint is enough): it warns instead, unless
-// the user said --no-baseline=pass.
+// A pull/merge request or a merge queue's run with nothing to compare with
+// would pass unjudged (a hosted runner's new host fingerprint is enough): it
+// warns instead, unless the user said --no-baseline=pass.
 void warn_without_baseline(const RunOptions& options, const CiContext& ci, GateResult& r) {
   if (r.baseline_run_id || !ci.change_request) return;
   std::string why = "no comparable baseline on branch " + ci.baseline_branch +
-                    " (same profile hash and host fingerprint): this " +
-                    (ci.provider == "github" ? "pull" : "merge") + " request was not judged";
+                    " (same profile hash and host fingerprint): this " + ci.change_kind +
+                    " was not judged";
   if (options.pass_without_baseline) {
     r.notes.push_back(why + "; passing as --no-baseline=pass asks");
     return;

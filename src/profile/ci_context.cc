@@ -23,6 +23,28 @@ std::string provider_of(const EnvLookup& env) {
   return "local";
 }
 
+// A merge queue's branch: gh-readonly-queue/BASE/pr-N-SHA (BASE may hold `/`).
+std::string queue_base(const std::string& ref_name) {
+  constexpr std::string_view kPrefix = "gh-readonly-queue/";
+  auto last = ref_name.rfind("/pr-");
+  if (!ref_name.starts_with(kPrefix) || last == std::string::npos || last < kPrefix.size())
+    return "";
+  return ref_name.substr(kPrefix.size(), last - kPrefix.size());
+}
+
+// What must be judged before it merges, in the words of its CI: a pull request, a
+// merge queue's run (GitHub's merge_group), a merge request pipeline (merge
+// trains and merged results too), or a branch pipeline of a branch with an open
+// merge request (GitLab's branch pipelines, which then gate the merge request).
+std::string change_kind_of(const EnvLookup& env) {
+  auto event = first_set(env, {"GITHUB_EVENT_NAME"});
+  if (event == "pull_request" || event == "pull_request_target") return "pull request";
+  if (event == "merge_group") return "merge queue run";
+  if (!first_set(env, {"CI_MERGE_REQUEST_IID", "CI_OPEN_MERGE_REQUESTS"}).empty())
+    return "merge request";
+  return "";
+}
+
 }  // namespace
 
 // A run stored with a longer text exported, and then its import refused the
@@ -50,15 +72,16 @@ CiContext read_ci_context(const CiOverrides& flags, const EnvLookup& env) {
   // The merge request's target, else the default branch, else the branch itself
   // (a run on the baseline branch compares with its own earlier runs).
   ci.baseline_branch = flags.baseline_branch;
+  if (ci.baseline_branch.empty() && first_set(env, {"GITHUB_EVENT_NAME"}) == "merge_group")
+    ci.baseline_branch = queue_base(first_set(env, {"GITHUB_REF_NAME"}));
   if (ci.baseline_branch.empty())
     ci.baseline_branch = first_set(
         env, {"GITHUB_BASE_REF", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "CI_DEFAULT_BRANCH"});
   if (ci.baseline_branch.empty()) ci.baseline_branch = ci.branch;
   ci.pipeline_id = first_set(env, {"GITHUB_RUN_ID", "CI_PIPELINE_ID"});
   ci.summary_path = first_set(env, {"GITHUB_STEP_SUMMARY"});
-  auto event = first_set(env, {"GITHUB_EVENT_NAME"});
-  ci.change_request = event == "pull_request" || event == "pull_request_target" ||
-                      !first_set(env, {"CI_MERGE_REQUEST_IID"}).empty();
+  ci.change_kind = change_kind_of(env);
+  ci.change_request = !ci.change_kind.empty();
   check_sizes(ci);
   return ci;
 }

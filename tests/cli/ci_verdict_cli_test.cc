@@ -55,7 +55,8 @@ class CiVerdictCliTest : public ::testing::Test {
     for (const char* name :
          {"GITHUB_ACTIONS", "GITHUB_EVENT_NAME", "GITHUB_REF_NAME", "GITHUB_HEAD_REF",
           "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY", "GITLAB_CI", "CI_MERGE_REQUEST_IID",
-          "CI_COMMIT_REF_NAME", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "CI_DEFAULT_BRANCH"})
+          "CI_COMMIT_REF_NAME", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "CI_DEFAULT_BRANCH",
+          "CI_OPEN_MERGE_REQUESTS"})
       env.try_emplace(name, "");
     std::vector<std::string> args = {
         testing::perfgate_binary(),      "run",    (dir_ / "profile.json").string(), "--store",
@@ -91,6 +92,20 @@ TEST_F(CiVerdictCliTest, PullRequestTargetEventCountsAsAPullRequest) {
   auto env = kGithubPullRequest;
   env["GITHUB_EVENT_NAME"] = "pull_request_target";
   EXPECT_EQ(run(env).exit_code, 2);
+}
+
+// A merge queue's run merges next: with no comparable baseline (a hosted
+// runner's new CPU model) it warns like a pull request, and never becomes a baseline.
+TEST_F(CiVerdictCliTest, GithubMergeQueueWithoutBaselineWarns) {
+  Env queue = {{"GITHUB_ACTIONS", "true"},
+               {"GITHUB_EVENT_NAME", "merge_group"},
+               {"GITHUB_REF_NAME", "gh-readonly-queue/main/pr-5-0123abcd"}};
+  auto r = run(queue);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(result()["verdict"], "warn");
+  EXPECT_TRUE(has_note("no comparable baseline on branch main")) << result()["notes"];
+  EXPECT_TRUE(has_note("this merge queue run was not judged")) << result()["notes"];
+  EXPECT_FALSE(has_note("this run becomes the baseline"));
 }
 
 TEST_F(CiVerdictCliTest, GitlabMergeRequestWithoutBaselineWarns) {

@@ -182,7 +182,7 @@ TEST_F(K8sShardsCliTest, AShardThatNeverWritesEndsTheWaitWithTheCount) {
   auto merged = merge("1s");
   EXPECT_EQ(merged.exit_code, 3);
   EXPECT_NE(merged.err.find("after --wait 1s, 2 of 3 shard files (found: shard-1.json, "
-                            "shard-3.json)"),
+                            "shard-3.json; missing: shard-2.json)"),
             std::string::npos)
       << merged.err;
 }

@@ -248,6 +248,20 @@ TEST_F(ShardCliTest, ARefusedMergeLeavesTheStoreAsItWas) {
   EXPECT_EQ(testing::read_file(store()), before);
 }
 
+// The CI templates merge their shards' folder with --expect N: shard jobs that
+// failed before writing anything (a profile they could not read) are named,
+// not left to a glob that matched nothing ("shard-*.json: cannot read").
+TEST_F(ShardCliTest, AMergeOfAFolderNamesTheShardsThatWroteNothing) {
+  fs::path folder = local_.path() / "perfgate-out";
+  fs::create_directories(folder);
+  expect_refused(merge({folder.string()}, {"--expect", "3"}),
+                 "0 of 3 shard files (found: none; missing: shard-1.json, shard-2.json, "
+                 "shard-3.json): a shard that failed before writing its result leaves none");
+  fs::copy_file(shard(2), folder / "shard-2.json");
+  expect_refused(merge({folder.string()}, {"--expect", "3"}),
+                 "1 of 3 shard files (found: shard-2.json; missing: shard-1.json, shard-3.json)");
+}
+
 // Bad flags need no shards: a server for the reachability probe is enough.
 TEST(ShardFlagsCliTest, BadShardFlagsAreRefusedBeforeAnyLoad) {
   TempDir dir;

@@ -14,9 +14,12 @@ struct CiContext {
   std::string baseline_branch;  // PR/MR target, else default branch, else `branch`
   std::string pipeline_id;      // GITHUB_RUN_ID / CI_PIPELINE_ID
   std::string summary_path;     // GITHUB_STEP_SUMMARY when set
-  /// A pull request (GITHUB_EVENT_NAME pull_request or pull_request_target) or a
-  /// merge request pipeline (CI_MERGE_REQUEST_IID set): a run that must be judged.
+  /// A pull request (GITHUB_EVENT_NAME pull_request or pull_request_target), a
+  /// merge queue's run (merge_group), a merge request pipeline (CI_MERGE_REQUEST_IID)
+  /// or a branch pipeline with an open merge request (CI_OPEN_MERGE_REQUESTS): a run
+  /// that must be judged.
   bool change_request = false;
+  std::string change_kind = "";  // "pull request", "merge queue run", "merge request" or ""
 };
 
 struct CiOverrides {
