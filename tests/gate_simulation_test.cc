@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <random>
 
 #include "perfgate/core/sequential.h"
@@ -26,48 +27,96 @@ ThresholdSet recipe_limits() {
   return limits;
 }
 
-// How a simulated service behaves. Log-scale standard deviations.
+// How a simulated service behaves. Log-scale standard deviations. The noise is
+// the one measured here (issue 39, finding 12): a pair's two windows run one
+// after the other, each in its own minute of the machine's drift; the
+// service's CPU is read in 10 ms ticks, so its cost per request ties; a
+// neighbour's steal burst slows one window now and then; a window's p99 rests
+// on few responses beyond it, so it scatters with heavy tails.
 struct World {
   double launch_sd = 0.04;      // a launch's own speed: ±7 % uniform has sd 4 %
-  double window_sd = 0.02;      // one window's noise
+  double window_sd = 0.015;     // one window's noise
   double p99_sd = 0.06;         // a window's p99 scatters more than its throughput
-  double drift_rho = 0.8;       // AR(1) of the machine's speed from pair to pair
-  double drift_sd = 0.03;       // its stationary deviation; both sides of a pair share it
+  double drift_rho = 0.8;       // AR(1) of the machine's speed from window to window
+  double drift_sd = 0.03;       // its stationary deviation
+  bool own_drift = true;        // false: a pair's two windows share one drift (cancels)
+  double ticks = 20;            // service CPU ticks a window (1 s at 0.2 CPU): ties
+  double steal_chance = 0.02;   // a window hit by a steal burst...
+  double steal_max = 0.20;      // ...is slowed by up to this much (log, uniform)
+  bool thin_tail = true;        // p99 noise Student's t with 3 df: a few slow requests
   bool launch_per_pair = true;  // false: one launch a side for the whole run
   double cost_change = 0;       // the candidate's true change of CPU per request (log)
   double throughput_change = 0;
 };
 
-// One paired run of `pairs` pairs: each pair's two windows, A then B, in the
-// same minute, so the machine's drift hits both; each side's launch speed is
-// drawn per pair (the launch as the unit) or once per run.
+// A paired run, pair by pair: each pair's two windows alternate A B, B A (as
+// measure_alternate_pair does), each side's launch speed drawn per pair (the
+// launch as the unit) or once per run.
 struct PairedRun {
   std::vector<double> tput_a, tput_b, p99_a, p99_b, cost_a, cost_b;
 };
 
-PairedRun simulate(const World& w, int pairs, std::mt19937_64& rng) {
-  std::normal_distribution<double> unit(0, 1);
-  PairedRun r;
-  double drift = w.drift_sd * unit(rng);
-  double innovation = w.drift_sd * std::sqrt(1 - w.drift_rho * w.drift_rho);
-  double launch_a = w.launch_sd * unit(rng), launch_b = w.launch_sd * unit(rng);
-  for (int i = 0; i < pairs; ++i) {
-    if (w.launch_per_pair) {
-      launch_a = w.launch_sd * unit(rng);
-      launch_b = w.launch_sd * unit(rng);
-    }
-    drift = w.drift_rho * drift + innovation * unit(rng);
-    // A slow launch or minute costs CPU per request and throughput alike.
-    auto side = [&](double launch, double tput_shift, double cost_shift, std::vector<double>& tput,
-                    std::vector<double>& p99, std::vector<double>& cost) {
-      double speed = launch + drift;
-      tput.push_back(10000 * std::exp(-speed + tput_shift + w.window_sd * unit(rng)));
-      cost.push_back(50 * std::exp(speed + cost_shift + w.window_sd * unit(rng)));
-      p99.push_back(2 * std::exp(speed + w.p99_sd * unit(rng)));
-    };
-    side(launch_a, 0, 0, r.tput_a, r.p99_a, r.cost_a);
-    side(launch_b, w.throughput_change, w.cost_change, r.tput_b, r.p99_b, r.cost_b);
+class Simulator {
+ public:
+  Simulator(const World& w, std::mt19937_64& rng) : w_(w), rng_(rng) {
+    drift_ = w.drift_sd * unit_(rng_);
+    launch_a_ = w.launch_sd * unit_(rng_);
+    launch_b_ = w.launch_sd * unit_(rng_);
   }
+
+  void add_pairs(PairedRun& r, int n) {
+    for (int i = 0; i < n; ++i) add_pair(r);
+  }
+
+ private:
+  void add_pair(PairedRun& r) {
+    if (w_.launch_per_pair) {
+      launch_a_ = w_.launch_sd * unit_(rng_);
+      launch_b_ = w_.launch_sd * unit_(rng_);
+    }
+    step_drift();
+    bool a_first = pairs_++ % 2 == 0;
+    if (a_first) window(launch_a_, 0, 0, r.tput_a, r.p99_a, r.cost_a);
+    if (w_.own_drift) step_drift();
+    window(launch_b_, w_.throughput_change, w_.cost_change, r.tput_b, r.p99_b, r.cost_b);
+    if (!a_first) {
+      if (w_.own_drift) step_drift();
+      window(launch_a_, 0, 0, r.tput_a, r.p99_a, r.cost_a);
+    }
+  }
+
+  void step_drift() {
+    double innovation = w_.drift_sd * std::sqrt(1 - w_.drift_rho * w_.drift_rho);
+    drift_ = w_.drift_rho * drift_ + innovation * unit_(rng_);
+  }
+
+  // A slow launch or minute costs CPU per request and throughput alike.
+  void window(double launch, double tput_shift, double cost_shift, std::vector<double>& tput,
+              std::vector<double>& p99, std::vector<double>& cost) {
+    double speed = launch + drift_;
+    if (uniform_(rng_) < w_.steal_chance) speed += w_.steal_max * uniform_(rng_);
+    tput.push_back(10000 * std::exp(-speed + tput_shift + w_.window_sd * unit_(rng_)));
+    double cpu = 50 * std::exp(speed + cost_shift + w_.window_sd * unit_(rng_));
+    // CPU read in ticks of 1 / ticks of the unchanged window's CPU, at a random
+    // phase: the figure is a whole number of ticks.
+    double tick = 50.0 / w_.ticks;
+    cost.push_back(std::max(1.0, std::floor(cpu / tick + uniform_(rng_))) * tick);
+    double tail = w_.thin_tail ? t3_(rng_) * std::sqrt(1.0 / 3) : unit_(rng_);
+    p99.push_back(2 * std::exp(speed + w_.p99_sd * tail));
+  }
+
+  World w_;
+  std::mt19937_64& rng_;
+  std::normal_distribution<double> unit_{0, 1};
+  std::uniform_real_distribution<double> uniform_{0, 1};
+  std::student_t_distribution<double> t3_{3};
+  double drift_ = 0, launch_a_ = 0, launch_b_ = 0;
+  int pairs_ = 0;
+};
+
+PairedRun simulate(const World& w, int pairs, std::mt19937_64& rng) {
+  PairedRun r;
+  Simulator(w, rng).add_pairs(r, pairs);
   return r;
 }
 
@@ -80,44 +129,160 @@ RunFigures figures(const std::vector<double>& tput, const std::vector<double>& p
   return f;
 }
 
-Judgement judge_run(const PairedRun& r, const ThresholdSet& limits, double confidence) {
+Judgement judge_run(const PairedRun& r, const ThresholdSet& limits,
+                    const DecisionSettings& settings) {
   RunFigures now = figures(r.tput_b, r.p99_b, r.cost_b);
   BaselineSample base;
   base.pooled = figures(r.tput_a, r.p99_a, r.cost_a);
   base.paired = true;
-  return judge(now, &base, limits, {}, {confidence});
+  return judge(now, &base, limits, {}, settings);
 }
 
 struct Rates {
-  double fail = 0, warn = 0, inconclusive = 0;
+  double fail = 0, pass = 0, warn = 0, inconclusive = 0, pairs = 0;
+
+  void count(const Judgement& j, int taken) {
+    fail += j.verdict == Verdict::kFail;
+    pass += j.verdict == Verdict::kPass;
+    warn += j.verdict == Verdict::kWarn;
+    inconclusive += std::any_of(j.checks.begin(), j.checks.end(),
+                                [](const MetricCheck& c) { return c.inconclusive; });
+    pairs += taken;
+  }
+  Rates& per(int runs) {
+    for (double* v : {&fail, &pass, &warn, &inconclusive, &pairs}) *v /= runs;
+    return *this;
+  }
 };
 
+// One look at `pairs` pairs at the run's 95 %.
 Rates rates(const World& w, int pairs, int runs, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   Rates out;
+  for (int i = 0; i < runs; ++i)
+    out.count(judge_run(simulate(w, pairs, rng), recipe_limits(), {95}), pairs);
+  return out.per(runs);
+}
+
+// A sequential run as the gate makes it (paired_gate.cc): judge at count, then
+// while next_step() says undecided, two more pairs, each look at its boundary's
+// level.
+Rates sequential_rates(const World& w, const SequentialPlan& plan, int runs, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Rates out;
   for (int i = 0; i < runs; ++i) {
-    auto j = judge_run(simulate(w, pairs, rng), recipe_limits(), 95);
-    out.fail += j.verdict == Verdict::kFail;
-    out.warn += j.verdict == Verdict::kWarn;
-    bool inconclusive = std::any_of(j.checks.begin(), j.checks.end(),
-                                    [](const MetricCheck& c) { return c.inconclusive; });
-    out.inconclusive += inconclusive;
+    PairedRun r;
+    Simulator sim(w, rng);
+    sim.add_pairs(r, plan.count);
+    int taken = plan.count;
+    while (true) {
+      DecisionSettings settings{plan.confidence};
+      settings.look_level = [&plan, taken](double level) {
+        return plan.look_confidence(level, taken);
+      };
+      auto j = judge_run(r, recipe_limits(), settings);
+      if (!next_step(j, false, false, taken, plan).more) {
+        out.count(j, taken);
+        break;
+      }
+      sim.add_pairs(r, plan.next_batch(taken));
+      taken += plan.next_batch(taken);
+    }
   }
-  out.fail /= runs;
-  out.warn /= runs;
-  out.inconclusive /= runs;
-  return out;
+  return out.per(runs);
+}
+
+// The model's noise is the measured one: bench/README.md's paired A/A gates
+// with launches ±7 % showed pair ratios scattering by 6.9-7.3 %. The kind model
+// before (one drift for both windows of a pair, no ties, steal or heavy tails)
+// put 5.7 % there and predicted 16 % A/A inconclusive where 58 % was measured.
+TEST(GateSimulationTest, ThePairRatiosScatterAsMeasured) {
+  std::mt19937_64 rng(20261209);
+  auto r = simulate(World{}, 4000, rng);
+  std::vector<double> d;
+  for (size_t i = 0; i < r.cost_a.size(); ++i) d.push_back(std::log(r.cost_b[i] / r.cost_a[i]));
+  double mean = std::accumulate(d.begin(), d.end(), 0.0) / d.size(), ss = 0;
+  for (double x : d) ss += (x - mean) * (x - mean);
+  double sd = std::sqrt(ss / (d.size() - 1));
+  std::vector<double> sorted = d;
+  std::sort(sorted.begin(), sorted.end());
+  double ties = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+  std::printf("pair log-ratio sd of CPU per request: %.4f (ties %s)\n", sd, ties ? "yes" : "no");
+  EXPECT_GE(sd, 0.065);
+  EXPECT_LE(sd, 0.080);
+  EXPECT_TRUE(ties);  // whole ticks: the signed-rank test sees ties and zeros
 }
 
 TEST(GateSimulationTest, AaFalseFailsStayInOneBudgetAcrossEveryGatedMetric) {
-  World w;  // launches ±7 %, AR(1) 0.8 windows, three gated metrics
+  World w;  // launches ±7 %, realistic windows, three gated metrics
   auto aa = rates(w, 16, 2000, 20261202);
-  std::printf("A/A, 16 pairs, a launch per pair: fail %.4f warn %.4f inconclusive %.4f\n", aa.fail,
-              aa.warn, aa.inconclusive);
-  EXPECT_LE(aa.fail, 0.025);
+  std::printf("A/A, 16 pairs, one look: fail %.4f pass %.4f warn %.4f inconclusive %.4f\n", aa.fail,
+              aa.pass, aa.warn, aa.inconclusive);
+  EXPECT_LE(aa.fail, 0.01);
   // Warns have a noise model too: an A/A run warns only past the warn limit and
-  // clear of zero at the run's level, or when it could not have failed.
+  // clear of zero at the run's level, or when it is inconclusive.
   EXPECT_LE(aa.warn - aa.inconclusive, 0.05);
+}
+
+// What the pull-request gate must do inside its time budget (issue 39, "Done
+// when"): a paired gate of 0.5 s windows and 0.25 s warm-ups took 13-15 s for
+// 7 pairs here (bench/README.md), about 2 s a pair, so 90 s is 44 pairs and 45 s
+// is 22. The plan: a first look at 12 pairs, then 2 more while undecided.
+SequentialPlan budget_plan(int max_pairs) {
+  SequentialPlan plan{12, max_pairs, 2, kPairedSpending};
+  plan.futility = true;
+  return plan;
+}
+
+TEST(GateSimulationTest, WithinNinetySecondsUnchangedCodePassesAndNeverFails) {
+  auto aa = sequential_rates(World{}, budget_plan(44), 1000, 20261211);
+  std::printf(
+      "A/A, launches sd 4%%, 12..44 pairs: fail %.4f pass %.4f inconclusive %.4f, mean pairs "
+      "%.1f\n",
+      aa.fail, aa.pass, aa.inconclusive, aa.pairs);
+  EXPECT_LE(aa.fail, 0.01);
+  EXPECT_GE(aa.pass, 0.95);
+}
+
+TEST(GateSimulationTest, WithinNinetySecondsAChangeAtALimitGetsTheOtherAnswerRarely) {
+  World at_warn;
+  at_warn.cost_change = std::log(1.05);  // exactly the warn limit
+  auto w = sequential_rates(at_warn, budget_plan(44), 1000, 20261212);
+  World at_fail;
+  at_fail.cost_change = std::log(1.08);  // exactly the fail limit
+  auto f = sequential_rates(at_fail, budget_plan(44), 1000, 20261213);
+  std::printf(
+      "+5%% CPU per request (W), 12..44 pairs: fail %.4f pass %.4f; +8%% (F): fail %.4f pass "
+      "%.4f\n",
+      w.fail, w.pass, f.fail, f.pass);
+  EXPECT_LE(w.fail, 0.025);
+  EXPECT_LE(f.pass, 0.025);
+}
+
+TEST(GateSimulationTest, WithinTheBudgetATenPercentCostFailsAndNeverPasses) {
+  World w;
+  w.cost_change = std::log(1.10);
+  auto loud = sequential_rates(w, budget_plan(44), 1000, 20261214);
+  w.launch_sd = 0.01;
+  auto quiet = sequential_rates(w, budget_plan(22), 1000, 20261215);
+  auto quiet_long = sequential_rates(w, budget_plan(44), 1000, 20261216);
+  std::printf(
+      "+10%% CPU per request: launches sd 4%%, 12..44 pairs: fail %.4f pass %.4f mean pairs "
+      "%.1f; sd 1%%, 12..22 pairs: fail %.4f pass %.4f mean pairs %.1f; sd 1%%, 12..44 pairs: "
+      "fail %.4f mean pairs %.1f\n",
+      loud.fail, loud.pass, loud.pairs, quiet.fail, quiet.pass, quiet.pairs, quiet_long.fail,
+      quiet_long.pairs);
+  EXPECT_GE(loud.fail, 0.65);
+  EXPECT_EQ(loud.pass, 0);
+  EXPECT_EQ(quiet.pass, 0);
+  // Issue 39 asks for 95 % within 45 s (22 pairs) on quiet launches. Not
+  // reached: the windows' own noise (10 ms CPU ticks, steal bursts, drift
+  // between a pair's windows) leaves pairs scattering by about 5 % even with
+  // launches alike, and 22 pairs fail +10 % 82 % of the time; 44 pairs (90 s)
+  // do better. Reading the service's CPU in nanoseconds (issue 39, item 4) is
+  // what would remove the ticks. Asserted as measured, not as hoped.
+  EXPECT_GE(quiet.fail, 0.80);
+  EXPECT_GE(quiet_long.fail, quiet.fail);
 }
 
 TEST(GateSimulationTest, OneLaunchPerRunMakesPairsAgreeByLuckTheSimulationSeesIt) {
@@ -141,7 +306,8 @@ TEST(GateSimulationTest, CatchesACostlierService) {
   w.cost_change = std::log(1.10);
   auto quiet = rates(w, 16, 500, 20261205);
   std::printf("+10%% CPU per request, quiet launches, 16 pairs: fail %.4f\n", quiet.fail);
-  EXPECT_GE(quiet.fail, 0.9);
+  // 99.4 % in the kind model, which had no ticks, steal or drift within a pair.
+  EXPECT_GE(quiet.fail, 0.7);
 }
 
 TEST(GateSimulationTest, AChangeAtTheWarnLimitRarelyFails) {

@@ -110,39 +110,51 @@ TEST_F(SequentialGateTest, AClearLossStopsAtCount) {
   EXPECT_NEAR(result()["baseline"]["confidence_pct"].get<double>(), 99.1667, 1e-3);
 }
 
-TEST_F(SequentialGateTest, ANoisyLossMeasuresMoreThenDecides) {
+// Issue 39, finding 2: a noisy loss whose first look already crosses (estimate
+// past the fail limit, interval's near end past the warn limit) stops there,
+// though its interval still straddles the fail limit: it measured on before,
+// where a later look could undo the fail.
+TEST_F(SequentialGateTest, ANoisyLossStopsAtItsFirstFailCrossing) {
   seed();
   EXPECT_EQ(gate(windows({960, 840, 950, 850, 940, 860}), windows({900, 902})), ExitStatus::kFail);
-  EXPECT_GT(*fake_.loads, 1);
-  EXPECT_LT(*fake_.loads, 6);
-  EXPECT_EQ(stopped().rfind("decided after ", 0), 0u) << stopped();
-  int taken = result()["sequential"]["taken"];
-  EXPECT_EQ(taken, 6 + 2 * (*fake_.loads - 1));
-  EXPECT_EQ(result()["load"]["iterations_total"], taken);
-  EXPECT_TRUE(result()["metrics"]["throughput_rps"]["test"]["detectable_change_pct"].is_number());
-}
-
-TEST_F(SequentialGateTest, AnUndecidedRunStopsOnceAFailIsOutOfReach) {
-  seed();
-  // Half the windows like the baseline, half 10 % lower: an estimate about the
-  // fail limit, but half the windows unchanged keep the interval's near end at
-  // zero: after one batch a fail by 16 is implausible (futility), not before.
-  gate(windows({1000, 900, 1001, 901, 1002, 902}), windows({1003, 903}));
-  EXPECT_EQ(*fake_.loads, 2);
-  EXPECT_EQ(result()["sequential"]["taken"], 8);
-  EXPECT_EQ(stopped().rfind("futility after 8 iterations", 0), 0u) << stopped();
-  EXPECT_EQ(result()["sequential"]["futility"], true);
-}
-
-TEST_F(SequentialGateTest, AChangeThatCannotReachTheFailLimitStopsForFutility) {
-  seed();
-  // Half the windows like the baseline, half 6.5 % lower: undecided against the
-  // warn limit, but a fail (past 5 %, surely past 3 %) is out of reach by 16.
-  EXPECT_EQ(gate(windows({1000, 935, 1001, 936, 1002, 937}), windows({1003, 938})),
-            ExitStatus::kPass);
   EXPECT_EQ(*fake_.loads, 1);
-  EXPECT_EQ(stopped().rfind("futility after 6 iterations: throughput_rps", 0), 0u) << stopped();
-  EXPECT_EQ(result()["sequential"]["futility"], true);
+  EXPECT_EQ(stopped(), "decided after 6 iterations");
+  auto json = result();
+  const auto& test = json["metrics"]["throughput_rps"]["test"];
+  EXPECT_LT(test["ci_low_pct"].get<double>(), -5) << test;  // straddles the fail limit
+  EXPECT_EQ(result()["load"]["iterations_total"], 6);
+  EXPECT_TRUE(test["detectable_change_pct"].is_number());
+}
+
+// Issue 39, finding 1: an undecided run keeps measuring until max_count. Half
+// the windows like the baseline, half 10 % lower: an estimate about the fail
+// limit, an interval from zero past it. Under its trend a fail was implausible,
+// and it stopped for futility after one batch, inconclusive; a pass is still
+// plausible, so it measures on, and says what would decide.
+TEST_F(SequentialGateTest, AnUndecidedRunMeasuresUntilMaxCount) {
+  seed();
+  EXPECT_EQ(gate(windows({1000, 900, 1001, 901, 1002, 902}), windows({1003, 903})),
+            ExitStatus::kWarn);
+  EXPECT_EQ(*fake_.loads, 6);
+  EXPECT_EQ(result()["sequential"]["taken"], 16);
+  EXPECT_EQ(stopped(), "max_count 16 reached: still undecided (throughput_rps)");
+  EXPECT_EQ(result()["sequential"]["futility"], false);
+  auto json = result();
+  const auto& metric = json["metrics"]["throughput_rps"];
+  EXPECT_TRUE(metric["inconclusive"].get<bool>());
+  EXPECT_NE(metric["message"].get<std::string>().find("would decide"), std::string::npos) << metric;
+}
+
+TEST_F(SequentialGateTest, AChangeNeverSurelyWithinTheFailLimitIsNoPass) {
+  seed();
+  // Half the windows like the baseline, half 6.5 % lower: a fail is out of
+  // reach under the trend, and this passed after one look before. Its interval
+  // reaches past the fail limit at every look: inconclusive at max_count.
+  EXPECT_EQ(gate(windows({1000, 935, 1001, 936, 1002, 937}), windows({1003, 938})),
+            ExitStatus::kWarn);
+  EXPECT_EQ(*fake_.loads, 6);
+  EXPECT_EQ(stopped().rfind("max_count 16 reached", 0), 0u) << stopped();
+  EXPECT_TRUE(result()["metrics"]["throughput_rps"]["inconclusive"].get<bool>());
 }
 
 TEST_F(SequentialGateTest, ASignalAfterTheLoadStopsTheExtension) {
@@ -187,18 +199,18 @@ TEST_F(SequentialGateTest, PairedNoisyLossMeasuresMorePairsThenDecides) {
   EXPECT_EQ(result()["paired"]["pairs"], result()["sequential"]["taken"].get<int>() - 1);
 }
 
-TEST_F(SequentialGateTest, PairedUndecidedRunExtendsUntilAFailIsOutOfReach) {
+TEST_F(SequentialGateTest, PairedUndecidedRunExtendsUntilMaxCount) {
   use(kPaired);
   paired(windows({1000, 1000, 900, 1001, 901, 1002, 902, 1003, 903, 1004}), windows({1005, 905}));
-  EXPECT_EQ(*fake_.loads, 2);
-  EXPECT_EQ(stopped().rfind("futility after 12 pairs", 0), 0u) << stopped();
+  EXPECT_EQ(*fake_.loads, 6);
+  EXPECT_EQ(stopped().rfind("max_count 20 reached: still undecided", 0), 0u) << stopped();
   auto json = result();
   const auto& seq = json["sequential"];
   EXPECT_EQ(seq["boundary"], "pocock");
-  EXPECT_EQ(seq["stop_look"], 2);
+  EXPECT_EQ(seq["stop_look"], 6);
   EXPECT_EQ(seq["look_levels_pct"].size(), 6u);
   EXPECT_DOUBLE_EQ(seq["look_confidence_pct"].get<double>(),
-                   seq["look_levels_pct"][1].get<double>());
+                   seq["look_levels_pct"][5].get<double>());
 }
 
 }  // namespace

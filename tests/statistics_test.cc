@@ -163,13 +163,17 @@ TEST(StatisticsTest, WilcoxonExact) {
 }
 
 TEST(StatisticsTest, WilcoxonNormalWithZerosAndTies) {
-  // scipy.stats.wilcoxon([0,1,-1,2,2,3,4,5], zero_method='wilcox', correction=True,
-  // method='approx') -> min(W+, W-)=1.5, p=0.041785168403922095: the zero is dropped,
-  // then 7 ranks with two tied pairs, W+ = 28 - 1.5
+  // Zeros by Pratt's method, as scipy.stats.wilcoxon([0,1,-1,2,2,3,4,5],
+  // zero_method='pratt', correction=True, method='approx') computes it: the zero
+  // ranked (|d| ranks 1, 2.5, 2.5, 4.5, 4.5, 6, 7, 8) but not voting, W+ = 32.5;
+  // mean 8*9/4 - 1*2/4 = 17.5; variance (8*9*17 - 1*2*3)/24 - (2 tied pairs:
+  // 2*(2^3-2))/48 = 50.5; z = (32.5 - 17.5 - 0.5) / sqrt(50.5), p = erfc(z / sqrt 2)
+  // = 0.04130722986886358 (by hand, Python's math.erfc). Wilcoxon's method, which
+  // dropped the zero, gave W+ 26.5 and p 0.0418 (issue 39, finding 11).
   TestResult r = stats::wilcoxon_signed_rank(V{0, 1, -1, 2, 2, 3, 4, 5});
   EXPECT_FALSE(r.exact);
-  EXPECT_DOUBLE_EQ(r.statistic, 26.5);
-  EXPECT_NEAR(r.p_value, 0.041785168403922095, 1e-12);
+  EXPECT_DOUBLE_EQ(r.statistic, 32.5);
+  EXPECT_NEAR(r.p_value, 0.04130722986886358, 1e-12);
   // Eight equal log-ratios: V=36, sigma^2 = 8*9*17/24 - (8^3-8)/48 = 40.5,
   // z = (36 - 18 - 0.5) / sqrt(40.5), p = erfc(z / sqrt 2); scipy.stats.wilcoxon([log(1.1)]*8,
   // correction=True, method='approx') -> p=0.005962078532093707

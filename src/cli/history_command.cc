@@ -147,49 +147,40 @@ std::string table_line(const std::vector<std::string>& cells, const std::vector<
   return line + "\n";
 }
 
-int history(const HistoryOptions& opt) {
-  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
-  // Headers first; each run's iterations are read, used and let go: a
-  // 30,000-run history held whole took 6 GB.
-  auto headers = store.runs(opt.profile_name, opt.branch, opt.limit);
-  auto each_run = [&](const std::function<void(const RunRecord&)>& use) {
-    for (const auto& header : headers)
-      if (auto run = store.run(header.id)) use(*run);
-  };
-  auto points = change_points_of(store, headers);
-  if (opt.change_points) {
-    if (opt.json) {
-      json out = json::array();
-      for (const auto& cp : points) out.push_back(change_point_json(cp));
-      std::cout << json_text(out, 2) << "\n";
-      return 0;
-    }
-    for (const auto& cp : points) std::cout << change_point_line(cp);
-    if (points.empty()) std::cout << "(no change points)\n";
-    return 0;
-  }
-  auto opened = [&](const RunRecord& run) {
+using EachRun = std::function<void(const std::function<void(const RunRecord&)>&)>;
+using Opened = std::function<json(const RunRecord&)>;
+
+// `history --change-points`: the change points alone.
+int print_change_points(const std::vector<RunChangePoint>& points, bool as_json) {
+  if (as_json) {
     json out = json::array();
-    for (const auto& cp : points)
-      if (cp.run_id == run.id) out.push_back(change_point_json(cp));
-    return out;
-  };
-  if (opt.json) {
-    // Streamed, element by element, as json::array().dump(2) would print it.
-    bool first = true;
-    std::cout << "[";
-    each_run([&](const RunRecord& run) {
-      json one = run_json(run, stored_run_figures(run));
-      one["change_points"] = opened(run);
-      std::string text = json_text(one, 2);
-      for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 3))
-        text.replace(at, 1, "\n  ");
-      std::cout << (first ? "\n  " : ",\n  ") << text;
-      first = false;
-    });
-    std::cout << (first ? "]\n" : "\n]\n");
+    for (const auto& cp : points) out.push_back(change_point_json(cp));
+    std::cout << json_text(out, 2) << "\n";
     return 0;
   }
+  for (const auto& cp : points) std::cout << change_point_line(cp);
+  if (points.empty()) std::cout << "(no change points)\n";
+  return 0;
+}
+
+// Streamed, element by element, as json::array().dump(2) would print it.
+int print_history_json(const EachRun& each_run, const Opened& opened) {
+  bool first = true;
+  std::cout << "[";
+  each_run([&](const RunRecord& run) {
+    json one = run_json(run, stored_run_figures(run));
+    one["change_points"] = opened(run);
+    std::string text = json_text(one, 2);
+    for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 3))
+      text.replace(at, 1, "\n  ");
+    std::cout << (first ? "\n  " : ",\n  ") << text;
+    first = false;
+  });
+  std::cout << (first ? "]\n" : "\n]\n");
+  return 0;
+}
+
+std::vector<std::vector<std::string>> history_rows(const EachRun& each_run, const Opened& opened) {
   std::vector<std::vector<std::string>> rows = {{"run", "created", "profile", "branch", "commit",
                                                  "req/s", "p99 ms", "errors %", "verdict",
                                                  "flags"}};
@@ -207,6 +198,28 @@ int history(const HistoryOptions& opt) {
                     figure(kKeyMetrics[2], "%"), std::string(to_string(run.verdict)),
                     report::join(flags, ",")});
   });
+  return rows;
+}
+
+int history(const HistoryOptions& opt) {
+  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadOnly);
+  // Headers first; each run's iterations are read, used and let go: a
+  // 30,000-run history held whole took 6 GB.
+  auto headers = store.runs(opt.profile_name, opt.branch, opt.limit);
+  EachRun each_run = [&](const std::function<void(const RunRecord&)>& use) {
+    for (const auto& header : headers)
+      if (auto run = store.run(header.id)) use(*run);
+  };
+  auto points = change_points_of(store, headers);
+  if (opt.change_points) return print_change_points(points, opt.json);
+  Opened opened = [&](const RunRecord& run) {
+    json out = json::array();
+    for (const auto& cp : points)
+      if (cp.run_id == run.id) out.push_back(change_point_json(cp));
+    return out;
+  };
+  if (opt.json) return print_history_json(each_run, opened);
+  auto rows = history_rows(each_run, opened);
   std::vector<size_t> width(rows.front().size(), 0);
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());

@@ -69,18 +69,26 @@ bool undecided(const MetricCheck& c) {
   // iterations of this launch cannot narrow it, only more launches could, so
   // measuring on would double the time for nothing (issue 26, finding 9).
   if (c.test->unit == "runs") return false;
-  // A look whose test cannot reach its level, or could not have told a
-  // fail-sized change, has decided nothing: more data can.
+  // A look whose test cannot reach its level, or that is inconclusive, has
+  // decided nothing: more data can.
   if (c.inconclusive || !c.test->reaches_level) return true;
   const MetricDef* def = find_metric(c.metric);
   if (!def) return false;
-  // The interval in the regressing direction: positive is worse.
+  const auto& t = c.thresholds;
+  auto pass = t.fail_pct ? t.fail_pct : t.warn_pct;
+  if (!pass) return false;
+  // The interval and estimate in the regressing direction: positive is worse.
   bool higher = def->better == Better::kHigher;
   double low = higher ? -c.test->ci_high_pct : c.test->ci_low_pct;
   double high = higher ? -c.test->ci_low_pct : c.test->ci_high_pct;
-  for (auto limit : {c.thresholds.warn_pct, c.thresholds.fail_pct})
-    if (limit && low < *limit && *limit < high) return true;
-  return false;
+  double e = higher ? -c.test->estimate_pct : c.test->estimate_pct;
+  // Decided: surely within the fail limit (pass, or a warn inside it), or a
+  // fail crossing, which stops the run at once whatever its interval's far
+  // end: the boundary bounds the chance that any look crosses, so a later
+  // look may not undo it (issue 39, finding 2).
+  if (high <= *pass) return false;
+  double floor = t.fail_pct ? t.warn_pct.value_or(0) : 0;
+  return !(e > *pass && low > floor);
 }
 
 std::optional<double> detectable_change_pct(const MetricCheck& c) {
@@ -88,30 +96,70 @@ std::optional<double> detectable_change_pct(const MetricCheck& c) {
   return c.test->detectable_pct;
 }
 
-std::optional<double> conditional_power(const MetricCheck& c, int taken, const SequentialPlan& plan,
-                                        double final_pct) {
+namespace {
+
+// The last look's estimate if the true change were `end` of the look's
+// interval (the end that favours the answer asked about: reachable means
+// plausible, not likely under the trend), on the log scale in the regressing
+// direction: its mean, its deviation from the values still to come, and one
+// value's spread.
+enum class End { kRegressing, kImproving };
+
+struct Trend {
+  double e = 0, spread = 0, sigma = 0, total = 0, z_final = 0;
+};
+
+std::optional<Trend> trend(const MetricCheck& c, int taken, const SequentialPlan& plan,
+                           double final_pct, End end) {
   const MetricDef* def = find_metric(c.metric);
-  if (!def || !c.test || !c.test->reaches_level || !c.thresholds.fail_pct) return std::nullopt;
+  if (!def || !c.test || !c.test->reaches_level) return std::nullopt;
   int n = c.test->n_now, m = plan.kept(plan.max_count) - plan.kept(taken);
   if (n < 2 || m < 1) return std::nullopt;
-  // On the log scale, in the regressing direction (positive is worse).
   bool higher = def->better == Better::kHigher;
   auto worse = [&](double pct) { return (higher ? -1 : 1) * std::log1p(pct / 100); };
-  double e = worse(c.test->estimate_pct);
-  double width = std::fabs(worse(c.test->ci_high_pct) - worse(c.test->ci_low_pct));
+  Trend t;
+  double a = worse(c.test->ci_low_pct), b = worse(c.test->ci_high_pct);
+  t.e = end == End::kRegressing ? std::max(a, b) : std::min(a, b);
+  double width = std::fabs(b - a);
   double z_look = stats::normal_quantile(0.5 + c.test->confidence_pct / 200);
-  double z_final = stats::normal_quantile(0.5 + std::min(final_pct, 99.9999999) / 200);
-  double sigma = width / (2 * z_look) * std::sqrt(static_cast<double>(n));  // one value's spread
-  double total = n + m;
+  t.z_final = stats::normal_quantile(0.5 + std::min(final_pct, 99.9999999) / 200);
+  t.sigma = width / (2 * z_look) * std::sqrt(static_cast<double>(n));
+  t.total = n + m;
+  t.spread = t.sigma * std::sqrt(static_cast<double>(m)) / t.total;
+  return t;
+}
+
+// P(the last look's estimate is past `needed`), or below it with `below`.
+double chance(const Trend& t, double needed, bool below) {
+  if (t.spread <= 0) return (below ? t.e <= needed : t.e > needed) ? 1.0 : 0.0;
+  double past = 1 - stats::normal_cdf((needed - t.e) / t.spread);
+  return below ? 1 - past : past;
+}
+
+}  // namespace
+
+std::optional<double> conditional_power(const MetricCheck& c, int taken, const SequentialPlan& plan,
+                                        double final_pct) {
+  if (!c.thresholds.fail_pct) return std::nullopt;
+  auto t = trend(c, taken, plan, final_pct, End::kRegressing);
+  if (!t) return std::nullopt;
   // A fail at the last look: its estimate past the fail limit and its interval's
   // near end past the warn limit.
-  double needed = std::max(
-      std::log1p(*c.thresholds.fail_pct / 100),
-      std::log1p(c.thresholds.warn_pct.value_or(0) / 100) + z_final * sigma / std::sqrt(total));
-  // The last look's estimate under the trend: mean e, the new values' noise only.
-  double spread = sigma * std::sqrt(static_cast<double>(m)) / total;
-  if (spread <= 0) return e > needed ? 1.0 : 0.0;
-  return 1 - stats::normal_cdf((needed - e) / spread);
+  double needed = std::max(std::log1p(*c.thresholds.fail_pct / 100),
+                           std::log1p(c.thresholds.warn_pct.value_or(0) / 100) +
+                               t->z_final * t->sigma / std::sqrt(t->total));
+  return chance(*t, needed, false);
+}
+
+std::optional<double> conditional_pass_power(const MetricCheck& c, int taken,
+                                             const SequentialPlan& plan, double final_pct) {
+  auto limit = c.thresholds.fail_pct ? c.thresholds.fail_pct : c.thresholds.warn_pct;
+  if (!limit) return std::nullopt;
+  auto t = trend(c, taken, plan, final_pct, End::kImproving);
+  if (!t) return std::nullopt;
+  // A pass at the last look: its interval's far end within the fail limit.
+  double needed = std::log1p(*limit / 100) - t->z_final * t->sigma / std::sqrt(t->total);
+  return chance(*t, needed, true);
 }
 
 SequentialStep next_step(const Judgement& judgement, bool saturated, bool stopped, int taken,
@@ -121,11 +169,16 @@ SequentialStep next_step(const Judgement& judgement, bool saturated, bool stoppe
       family_confidence(plan.confidence, std::max(judgement.family, 1)), plan.max_count);
   for (const auto& c : judgement.checks) {
     if (!undecided(c)) continue;
-    // Non-binding futility: stopping cannot add a fail, only forgo one.
-    auto power = plan.futility && c.verdict != Verdict::kFail
-                     ? conditional_power(c, taken, plan, final_pct)
-                     : std::nullopt;
-    (power && *power < kFutilityPower ? step.futile : step.undecided).push_back(c.metric);
+    // Non-binding futility: stopping cannot add a fail, only forgo one. Only
+    // when neither answer is within reach: an A/A run, which cannot fail, may
+    // still pass by max_count (issue 39, finding 1).
+    bool futile = false;
+    if (plan.futility) {
+      auto fail = conditional_power(c, taken, plan, final_pct);
+      auto pass = conditional_pass_power(c, taken, plan, final_pct);
+      futile = fail && pass && *fail < kFutilityPower && *pass < kFutilityPower;
+    }
+    (futile ? step.futile : step.undecided).push_back(c.metric);
   }
   // A saturated load machine or a signal is not something more windows fix.
   step.more = !step.undecided.empty() && !saturated && !stopped && plan.next_batch(taken) > 0;
@@ -142,8 +195,8 @@ std::string stop_reason(const SequentialStep& last, bool saturated, bool stopped
   };
   if (last.undecided.empty() && !last.futile.empty())
     return "futility after " + after + ": " + listed(last.futile) +
-           " could not plausibly reach the fail limit by max_count " +
-           std::to_string(plan.max_count) + " (conditional power under the trend below 10%)";
+           " could plausibly neither fail nor pass by max_count " + std::to_string(plan.max_count) +
+           " (below 10% even at the end of its interval that favours each)";
   if (last.undecided.empty()) return "decided after " + after;
   std::string which = " (";
   for (size_t i = 0; i < last.undecided.size(); ++i) which += (i ? ", " : "") + last.undecided[i];

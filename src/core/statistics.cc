@@ -351,20 +351,28 @@ TestResult mann_whitney(std::span<const double> x, std::span<const double> y) {
   return {u, normal_two_sided_p(u - m * n / 2, mann_whitney_sigma(x, y)), false};
 }
 
+// Zeros by Pratt's method (SciPy's zero_method='pratt', Cureton's normal
+// approximation): ranked with the rest, but voting for neither side. The
+// Hodges-Lehmann interval reported beside the p-value keeps zeros among its
+// Walsh averages; dropping them from the test alone (Wilcoxon's method) let the
+// two disagree on what an unchanged pair says (issue 39, finding 11).
 TestResult wilcoxon_signed_rank(std::span<const double> differences) {
   require_values(differences, "wilcoxon_signed_rank");
+  auto r = ranks(absolute_values(differences));
   std::vector<double> nonzero;
-  for (double d : differences)
-    if (d != 0) nonzero.push_back(d);
-  if (nonzero.empty()) return {0, 1, false};  // every pair equal: no evidence of a change
-  auto r = ranks(absolute_values(nonzero));
   double v = 0;
-  for (size_t i = 0; i < nonzero.size(); ++i)
-    if (nonzero[i] > 0) v += r[i];
+  for (size_t i = 0; i < differences.size(); ++i) {
+    if (differences[i] > 0) v += r[i];
+    if (differences[i] != 0) nonzero.push_back(differences[i]);
+  }
+  if (nonzero.empty()) return {0, 1, false};  // every pair equal: no evidence of a change
   if (signed_rank_exact(differences))
     return {v, exact_two_sided_p(signed_rank_counts(nonzero.size()), v), true};
-  double n = nonzero.size();
-  return {v, normal_two_sided_p(v - n * (n + 1) / 4, signed_rank_sigma(nonzero)), false};
+  double n = differences.size(), zeros = n - nonzero.size();
+  double mean = (n * (n + 1) - zeros * (zeros + 1)) / 4;
+  double variance = (n * (n + 1) * (2 * n + 1) - zeros * (zeros + 1) * (2 * zeros + 1)) / 24 -
+                    tie_term(absolute_values(nonzero)) / 48;
+  return {v, normal_two_sided_p(v - mean, std::sqrt(std::max(variance, 0.0))), false};
 }
 
 Interval hodges_lehmann(std::span<const double> x, std::span<const double> y, double confidence) {

@@ -183,10 +183,35 @@ std::optional<ChangeTest> test_change(const std::vector<double>& now, const Base
   }
 }
 
-// Why a metric could not have failed, and what would let it: more of the same
-// unit (the interval narrows with the square root of the count), or, for whole
-// runs, a quieter runner or paired mode (a run's own noise does not average away).
-std::string why_inconclusive(const ChangeTest& t, double limit_pct) {
+// The limit a pass must be within, and what a fail must be surely past: the
+// fail limit and the warn limit (zero without one); a metric with a warn limit
+// only is held to it as its fail.
+struct Limits {
+  double pass = 0;   // F: the interval's regressing end within it passes
+  double floor = 0;  // W: a fail's interval lies wholly past it
+};
+
+std::optional<Limits> limits_of(const Thresholds& t) {
+  if (t.fail_pct) return Limits{*t.fail_pct, t.warn_pct.value_or(0)};
+  if (t.warn_pct) return Limits{*t.warn_pct, 0};
+  return std::nullopt;
+}
+
+// The change this run fails with kDetectionPower: its estimate must be past F
+// and its interval's near end past W, so a true change d fails with 80 % power
+// when d - z80 se >= max(F, W + half-width). The detectable change (half-width
+// times 1 + z80 / z) gives z80 se without the test's degrees of freedom.
+double failable_pct(const ChangeTest& t, const Limits& l) {
+  double half = (t.ci_high_pct - t.ci_low_pct) / 2;
+  return std::max(l.pass, l.floor + half) + (*t.detectable_pct - half);
+}
+
+// Why a metric is undecided, and what would decide: the change it would fail,
+// and the count at which its interval at 80 % power fits between W and F (a
+// change at W then passes, and one just past F fails, each with 80 % power;
+// the interval narrows with the square root of the count). For whole runs, a
+// quieter runner or paired mode (a run's own noise does not average away).
+std::string why_inconclusive(const ChangeTest& t, const Limits& l) {
   std::string level = level_text(t.confidence_pct) + "%";
   if (!t.detectable_pct) {
     std::string text =
@@ -195,14 +220,15 @@ std::string why_inconclusive(const ChangeTest& t, double limit_pct) {
     return text + "; at least " + std::to_string(min_pairs_to_reach(t.confidence_pct)) + " kept " +
            t.unit + " would";
   }
-  std::string size = *t.detectable_pct > 99999 ? ">99999" : fixed(*t.detectable_pct, 1);
-  std::string text = "it could detect only changes of " + size + "% (" + compact(kDetectionPower) +
+  double failable = failable_pct(t, l);
+  std::string size = failable > 99999 ? ">99999" : fixed(failable, 1);
+  std::string text = "it would fail only a change of " + size + "% (" + compact(kDetectionPower) +
                      "% power at " + level + ")";
   if (t.unit == "runs")
     return text + ": the run-to-run noise is too large for this limit with " +
            std::to_string(t.baseline_runs) +
            " baseline runs; paired mode or a quieter runner would decide";
-  double ratio = *t.detectable_pct / limit_pct;
+  double ratio = *t.detectable_pct / (l.pass - l.floor);
   double needed = std::ceil(t.n_now * ratio * ratio);
   // Past a million no count is a plan: the noise itself is the problem.
   std::string count = needed > 1e6 ? "more than a million"
@@ -211,9 +237,16 @@ std::string why_inconclusive(const ChangeTest& t, double limit_pct) {
          std::to_string(t.n_now) + ")";
 }
 
+// Three answers, each earned. In the regressing direction, with the estimate e
+// and the interval lo..hi at the look's level: fail when e is past F and lo past
+// W; a warn when e is past W and lo past zero with hi within F (a change, surely
+// inside the fail limit; with a warn limit only, surely past it); pass only when hi is within F
+// (equivalence: a change at F passes at most alpha / 2 of the time); anything else is inconclusive.
 void check_relative(const MetricDef& def, MetricCheck& c) {
   if (!c.change_pct || c.verdict == Verdict::kFail) return;
   const auto& t = c.thresholds;
+  auto limits = limits_of(t);
+  if (!limits) return;
   double confidence = c.test ? c.test->confidence_pct : 95;
   double worse = regression_pct(def, *c.change_pct);
   auto describe = [&](const std::string& what, double limit) {
@@ -231,51 +264,23 @@ void check_relative(const MetricDef& def, MetricCheck& c) {
     }
     return;
   }
-  // The interval in the regressing direction: its near end is the least the
-  // change can be, at the run's level.
-  double least = def.better == Better::kHigher ? -c.test->ci_high_pct : c.test->ci_low_pct;
-  double floor = t.warn_pct.value_or(0);
+  bool higher = def.better == Better::kHigher;
+  double least = higher ? -c.test->ci_high_pct : c.test->ci_low_pct;
+  double most = higher ? -c.test->ci_low_pct : c.test->ci_high_pct;
   bool sure = c.test->reaches_level;
-  if (t.fail_pct && worse > *t.fail_pct && sure && least > floor) {
+  if (t.fail_pct && sure && worse > *t.fail_pct && least > limits->floor) {
     c.verdict = Verdict::kFail;
     c.message = describe("fail", *t.fail_pct);
-  } else if (t.fail_pct && worse > *t.fail_pct &&
-             (!sure || !c.test->detectable_pct || *c.test->detectable_pct > *t.fail_pct)) {
-    // Past the fail limit, on a run that could not have told such a change from
-    // none: more data would decide, this run cannot.
-    c.verdict = Verdict::kWarn;
-    c.inconclusive = true;
-    c.message = "inconclusive: " + describe("past the fail", *t.fail_pct) + ", but " +
-                why_inconclusive(*c.test, *t.fail_pct);
-  } else if (t.fail_pct && worse > *t.fail_pct) {
-    c.verdict = Verdict::kWarn;
-    c.message = describe("past the fail", *t.fail_pct) + ", but not surely past " +
-                (t.warn_pct ? "the warn limit " + limit_text(def, *t.warn_pct) : "no change") +
-                " at " + level_text(confidence) + "%: within the noise of " +
-                std::to_string(c.test->n_now) + " " + c.test->unit + " (more would tell)";
-  } else if (t.warn_pct && worse > *t.warn_pct && sure && least > 0) {
+  } else if (t.warn_pct && sure && worse > *t.warn_pct && least > 0 &&
+             (most <= limits->pass || !t.fail_pct)) {
     c.verdict = Verdict::kWarn;
     c.message = describe("warn", *t.warn_pct);
+  } else if (!sure || most > limits->pass) {
+    c.verdict = Verdict::kWarn;
+    c.inconclusive = true;
+    c.message = "inconclusive: " + describe(t.fail_pct ? "fail" : "warn", limits->pass) +
+                ", neither surely within nor surely past it: " + why_inconclusive(*c.test, *limits);
   }
-}
-
-// A pass that could not have failed is no pass: a run whose detectable change is
-// past the fail limit (or the warn limit, for a metric with no fail limit), and
-// whose interval does not rule out a change that large, says it cannot tell, as
-// a warn, with what would decide. An interval wholly short of the limit (a
-// clear improvement, say) has ruled the regression out, whatever its width.
-void check_power(const MetricDef& def, MetricCheck& c) {
-  if (c.verdict != Verdict::kPass || !c.test) return;
-  auto limit = c.thresholds.fail_pct ? c.thresholds.fail_pct : c.thresholds.warn_pct;
-  if (!limit) return;
-  if (c.test->detectable_pct && *c.test->detectable_pct <= *limit) return;
-  double most = def.better == Better::kHigher ? -c.test->ci_low_pct : c.test->ci_high_pct;
-  if (c.test->reaches_level && most <= *limit) return;
-  c.verdict = Verdict::kWarn;
-  c.inconclusive = true;
-  c.message = "inconclusive: " + std::string(def.key) + " " + signed_pct(*c.change_pct) +
-              " could not have failed at its limit " + limit_text(def, *limit) + ": " +
-              why_inconclusive(*c.test, *limit);
 }
 
 // A quantile of too few responses is the slowest few requests, moved by any one
@@ -351,7 +356,6 @@ MetricCheck check_metric(const MetricDef& def, const RunFigures& now,
   check_absolute(def, now, nominal, c);
   if (!thin_tail(def, now, c)) {
     check_relative(def, c);
-    check_power(def, c);
   }
   if (c.message.empty()) c.message = pass_message(def, c, confidence);
   return c;

@@ -108,7 +108,7 @@ TEST(RecipeCliTest, ThePullRequestRecipeSaysWhenItCannotDecide) {
   EXPECT_TRUE(cost["inconclusive"].get<bool>()) << cost << r.out;
   EXPECT_GT(cost["test"]["detectable_change_pct"].get<double>(), 8) << cost << r.out;
   EXPECT_NE(r.out.find("inconclusive: service_cpu_us_per_request"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("it could detect only changes of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("it would fail only a change of"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pairs would decide"), std::string::npos) << r.out;
   // The Markdown summary gives the same reason, not only a warn.
   auto summary = testing::read_file(dir / "summary.md");

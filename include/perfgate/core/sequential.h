@@ -7,7 +7,7 @@
 // false-fail rate above alpha: in paired mode an alpha-spending boundary
 // computed for the signed-rank test (spending_boundary.h), in stored mode alpha
 // split evenly over the looks (Bonferroni). A look may also stop for futility:
-// the change cannot plausibly reach the fail limit by max_count. See
+// the change can plausibly neither fail nor pass by max_count. See
 // docs/statistics.md, "Sequential runs".
 
 #include <optional>
@@ -53,10 +53,13 @@ struct SequentialPlan {
   int next_batch(int taken) const;
 };
 
-/// A gated check whose interval straddles one of its relative limits (warn or
-/// fail), whose test cannot reach its level, or that is inconclusive (could not
-/// have failed): more data could still move its verdict. A check without a test
-/// (no baseline, or absolute limits only) is decided: more data would not change it.
+/// A gated check that has neither crossed into a fail (estimate past the fail
+/// limit, interval's near end past the warn limit) nor lies surely within its
+/// fail limit (interval's far end within it), whose test cannot reach its
+/// level, or that is inconclusive: more data could still decide it. A fail
+/// crossing is decided even when its interval straddles the fail limit: the
+/// run stops there. A check without a test (no baseline, or absolute limits
+/// only) is decided: more data would not change it.
 bool undecided(const MetricCheck& check);
 
 /// The change this run detects with kDetectionPower (80 %) for a check: an
@@ -68,22 +71,30 @@ std::optional<double> detectable_change_pct(const MetricCheck& check);
 struct SequentialStep {
   bool more = false;                   // measure another batch
   std::vector<std::string> undecided;  // the metrics that asked for it
-  std::vector<std::string> futile;     // undecided, but a fail is out of reach
+  std::vector<std::string> futile;     // undecided, but neither a fail nor a pass is in reach
 };
 
-/// Below this conditional power a fail is out of reach: the futility stop.
+/// Below this conditional power a fail (and a pass) is out of reach: the
+/// futility stop, when both are.
 inline constexpr double kFutilityPower = 0.10;
 
-/// The chance, under the current trend (the estimate as the true change), that
-/// `check` fails by the plan's last look, whose level is `final_pct`: a normal
-/// approximation on the log scale, the spread read off the look's interval.
-/// nullopt when it cannot be told (no test, level out of reach, no fail limit,
-/// nothing left to measure).
+/// The chance that `check` fails by the plan's last look, whose level is
+/// `final_pct`, if the true change were the look's interval's regressing end
+/// (the most it plausibly is): a normal approximation on the log scale, the
+/// spread read off the look's interval. Below kFutilityPower a fail is out of
+/// reach. nullopt when it cannot be told (no test, level out of reach, no fail
+/// limit, nothing left to measure).
 std::optional<double> conditional_power(const MetricCheck& check, int taken,
                                         const SequentialPlan& plan, double final_pct);
 
+/// The chance, likewise, that `check` passes by the plan's last look (its
+/// interval's far end within the fail limit, the warn limit without one), if
+/// the true change were the interval's other end (the least it plausibly is).
+std::optional<double> conditional_pass_power(const MetricCheck& check, int taken,
+                                             const SequentialPlan& plan, double final_pct);
+
 /// Measure more when some gated metric is undecided (and, with plan.futility,
-/// could still plausibly fail), the run is not saturated, no signal asked to
+/// could still plausibly fail or pass), the run is not saturated, no signal asked to
 /// stop and `taken` < max_count.
 SequentialStep next_step(const Judgement& judgement, bool saturated, bool stopped, int taken,
                          const SequentialPlan& plan);

@@ -94,8 +94,8 @@ struct MetricCheck {
   bool gated = false;  // has any threshold: reported as a check in JUnit
   Verdict verdict = Verdict::kPass;
   std::string message;  // why, with the numbers: "p99 +23.1% (limit +20%)"
-  /// Could not have failed: its detectable change is past its fail limit (or
-  /// its level out of reach). A warn that says so, never a pass.
+  /// Neither surely past its limits nor surely within its fail limit (or its
+  /// level out of reach). A warn that says what would decide, never a pass.
   bool inconclusive = false;
 };
 
@@ -137,9 +137,10 @@ int min_pairs_to_reach(double confidence_pct);
 /// profile's limits. Relative limits need a baseline; absolute ones do not.
 /// In the regressing direction, with the estimate e and its interval lo..hi at
 /// the family's level: fail when e is past the fail limit and lo past the warn
-/// limit (the change is surely bigger than tolerated); warn when e is past the
-/// fail limit but lo is not, or e past warn and lo past zero; a pass whose
-/// detectable change is past the fail limit is inconclusive (warn). An error-rate
+/// limit (the change is surely bigger than tolerated); pass only when hi is
+/// within the fail limit (equivalence at the same level); warn when e is past
+/// warn, lo past zero and hi within the fail limit; anything else is
+/// inconclusive (warn), saying what would decide. An error-rate
 /// max fails only when the rate's binomial lower bound is past it. With a
 /// `drift_reference`, a run within its limits that has drifted significantly past
 /// the fail limit against those older runs warns. A saturated run never fails:
