@@ -78,6 +78,8 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends: exactly the shared libraries the binary links, as dpkg-shlibdeps
 # finds them (ci/package-test.sh checks the list holds no -dev package).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# The cost phase's instrument (docs/cost.md): without it that phase is skipped.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "valgrind")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS
     OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
