@@ -2,7 +2,8 @@
 # The README's first command: install what the perfgate binary needs to build,
 # build only that binary, then gate the embedded demo service with the example
 # profile twice. The first run records the baseline, the second is judged
-# against it and ends in a verdict table and a JUnit file.
+# against it and ends in a verdict table and a JUnit file. With valgrind (which
+# install-deps.sh brings) each run also counts the demo's instructions per request.
 # Lean on purpose: no test suite, no -Werror (ci/test.sh builds those), the
 # heavy third-party headers precompiled; its own folder, build-demo/.
 set -euo pipefail
