@@ -7,9 +7,9 @@
 
 #include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
-#include "perfgate/store/cost_record.h"
 #include "perfgate/profile/json_text.h"
 #include "perfgate/profile/text_limits.h"
+#include "perfgate/store/cost_record.h"
 
 namespace perfgate {
 namespace {
