@@ -27,24 +27,8 @@ ROUNDS="${ROUNDS:-2000}"
 out="$(mktemp -d "${TMPDIR:-/tmp}/perfgate-cost-bench.XXXXXX")"
 echo "cost_gate: $PERFGATE, results in $out" >&2
 
-neighbour=""
-start_neighbour() {
-  python3 -c '
-import random, time
-while True:
-    end = time.monotonic() + random.uniform(0.5, 3)
-    while time.monotonic() < end:
-        pass
-    time.sleep(random.uniform(0.5, 3))
-' &
-  neighbour=$!
-}
-stop_neighbour() {
-  [ -n "$neighbour" ] || return 0
-  kill "$neighbour" 2>/dev/null || true
-  wait "$neighbour" 2>/dev/null || true
-  neighbour=""
-}
+# shellcheck source=bench/neighbour.sh
+. bench/neighbour.sh
 trap stop_neighbour EXIT
 
 # /proc/stat's cpu line: total and steal jiffies.

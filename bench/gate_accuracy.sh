@@ -193,26 +193,8 @@ run_gate() {
   echo "$code"
 }
 
-# The noisy condition's neighbour: one core burned in random bursts of 0.5-3 s,
-# with pauses of 0.5-3 s, until stopped (by its PID).
-neighbour=""
-start_neighbour() {
-  python3 -c '
-import random, time
-while True:
-    end = time.monotonic() + random.uniform(0.5, 3)
-    while time.monotonic() < end:
-        pass
-    time.sleep(random.uniform(0.5, 3))
-' &
-  neighbour=$!
-}
-stop_neighbour() {
-  [ -n "$neighbour" ] || return 0
-  kill "$neighbour" 2>/dev/null
-  wait "$neighbour" 2>/dev/null
-  neighbour=""
-}
+# shellcheck source=bench/neighbour.sh
+. "$root/bench/neighbour.sh"
 # The found scenarios' service, started by this script (not by perfgate) and
 # stopped by its PID.
 found_pid=""
