@@ -49,21 +49,36 @@ CallgrindOptions callgrind_options(const Profile& profile) {
   return {profile.cost.cache_sim, true};
 }
 
-// What Valgrind said when the service did not come up under it: the last
-// line of its logs, without the "==PID== " prefix.
+// What Valgrind said when the service did not come up under it: its last
+// line of its own, without the "==PID== " prefix, the banner before the first
+// blank line, the vgdb hint and callgrind's summary at exit ("Events" on).
 std::string valgrind_said(const fs::path& folder) {
   std::string last;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(folder, ec)) {
     if (entry.path().filename().string().rfind("valgrind.", 0) != 0) continue;
     std::ifstream in(entry.path());
+    bool banner = true;
     for (std::string line; std::getline(in, line);) {
       if (auto end = line.find("== "); line.rfind("==", 0) == 0 && end != std::string::npos)
         line = line.substr(end + 3);
-      if (!line.empty()) last = line;
+      else if (line.rfind("==", 0) == 0)
+        line.clear();
+      if (line.empty()) banner = false;
+      if (banner || line.empty() || line.rfind("For interactive control", 0) == 0) continue;
+      if (line.rfind("Events", 0) == 0) break;
+      last = line;
     }
   }
-  return last.empty() ? "" : " (under valgrind: " + last.substr(0, 300) + ")";
+  return last.empty() ? "" : " (valgrind: " + last.substr(0, 300) + ")";
+}
+
+// The service's own name in a message about its wrapped command.
+std::string unwrapped(std::string message, const std::string& name) {
+  const std::string wrapped = "service \"valgrind\"";
+  if (auto at = message.find(wrapped); at != std::string::npos)
+    message.replace(at, wrapped.size(), "service \"" + name + "\" under valgrind");
+  return message;
 }
 
 void log_failures(const SequenceOutcome& out, const char* what) {
@@ -86,7 +101,8 @@ MetricSet count_launch(const Profile& profile, const std::atomic<bool>& stop) {
   try {
     service.wait_ready(stop);
   } catch (const Error& e) {
-    throw Error("cost phase: " + std::string(e.what()) + valgrind_said(folder.path()));
+    throw Error("cost phase: " + unwrapped(e.what(), profile.service->command.front()) +
+                valgrind_said(folder.path()));
   }
   session.monitor("instrumentation on", cost.timeout);
   RequestSequence requests(profile, cost.connections, cost.timeout);
@@ -124,6 +140,21 @@ MetricSet count_one(const Profile& profile, const CostInstrument& instrument,
                     const CounterFactory& counters, const std::atomic<bool>& stop) {
   return instrument.name == "perf" ? count_launch_pmu(profile, counters, stop)
                                    : count_launch(profile, stop);
+}
+
+// Under "auto" a service that cannot come up under the instrument (an ASan
+// build the wrapper script execs, a runtime Valgrind does not support) leaves
+// the phase without an instrument, as a missing valgrind does: the timed
+// verdict stands. A named instrument or `cost.required` keeps it an error.
+bool first_launch_may_skip(const Profile& profile) {
+  return profile.cost.instrument == "auto" && !profile.cost.required;
+}
+
+CostRun skipped_run(const Error& e) {
+  CostRun run;
+  run.skipped = std::string(e.what()) + "; the timed verdict stands";
+  spdlog::warn("{}", run.skipped);
+  return run;
 }
 
 CostRun started_run(const Profile& profile, const CostInstrument& instrument) {
@@ -202,7 +233,12 @@ CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
   run = started_run(profile, instrument);
   auto started = Clock::now();
   for (int i = 0; i < profile.cost.launches && !stop; ++i) {
-    run.launches.push_back(count_one(profile, instrument, counters, stop));
+    try {
+      run.launches.push_back(count_one(profile, instrument, counters, stop));
+    } catch (const Error& e) {
+      if (i > 0 || !first_launch_may_skip(profile)) throw;
+      return skipped_run(e);
+    }
     log_launch("", i, run.launches.back());
   }
   run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
@@ -226,7 +262,14 @@ PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline
     for (int k = 0; k < 2; ++k) {
       bool base = (k == 0) == (i % 2 == 0);
       CostRun& side = base ? out.baseline : out.candidate;
-      side.launches.push_back(count_one(base ? baseline : candidate, instrument, counters, stop));
+      try {
+        side.launches.push_back(count_one(base ? baseline : candidate, instrument, counters, stop));
+      } catch (const Error& e) {
+        if (i > 0 || !first_launch_may_skip(candidate)) throw;
+        out.candidate = skipped_run(e);
+        out.baseline = out.candidate;
+        return out;
+      }
       log_launch(base ? "baseline " : "candidate ", i, side.launches.back());
     }
   }

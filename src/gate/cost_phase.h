@@ -37,7 +37,8 @@ int planned_cost_family(const Profile& profile);
 /// One side's cost phase: `profile.cost.launches` launches of `profile`'s
 /// service under the instrument. An instrument that is not there gives a
 /// CostRun with `skipped` set (Error when `cost.required`); a service that
-/// cannot be counted (it exits, vgdb gets no answer) is an Error.
+/// cannot be counted (it exits, vgdb gets no answer) is an Error, except on
+/// the first launch under "auto" (not required), where it skips the phase.
 CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
                      const std::atomic<bool>& stop, const CounterFactory& counters);
 

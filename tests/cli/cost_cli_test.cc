@@ -147,6 +147,45 @@ TEST_F(CostCliTest, WithoutValgrindTheCountIsSkippedOrRequired) {
       << required.err;
 }
 
+// A service that does not come up under Valgrind (here a wrapper that refuses
+// to, as an ASan build it execs would fail): under "auto" the phase is skipped
+// with Valgrind's last words and the timed verdict stands; named, it is exit 3.
+TEST_F(CostCliTest, AServiceThatCannotRunUnderValgrindSkipsAutoAndFailsNamed) {
+  auto with_cost = [](const std::string& cost) {
+    return R"({ "name": "cost-test",
+    "target": { "url": "http://127.0.0.1:${PORT}/" },
+    "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
+    "repeat": { "count": 2, "discard": 0 },
+    "saturation": )" + std::string(kQuiet) +
+           R"(,
+    "thresholds": { "error_rate": { "max": "1%" } },
+    "service": { "command": ["/bin/sh", "-c",
+        "case \"$LD_PRELOAD\" in *vgpreload*) echo 'this build refuses Valgrind' >&2; exit 1;; esac; exec \"$0\" --port \"$1\" --work-rounds 10",
+        ")" + std::string(PERFGATE_COUNTED_SERVER) +
+           R"(", "${PORT}"], "ready_url": "http://127.0.0.1:${PORT}/health" },
+    "cost": )" + cost +
+           "\n}";
+  };
+  testing::write_file(profile_, with_cost(R"({ "instrument": "auto", "requests": 50 })"));
+  auto skipped = run({});
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.out << skipped.err;
+  if (last_["cost"].value("instrument", "") == "perf") GTEST_SKIP() << "this runner has a PMU";
+  EXPECT_NE(skipped.out.find("cost phase skipped:"), std::string::npos) << skipped.out;
+  EXPECT_NE(skipped.out.find("service \"/bin/sh\" under valgrind exited with status 1 before it "
+                            "was ready; the timed verdict stands"),
+            std::string::npos)
+      << skipped.out;
+  // The service's own words are on stderr, where its chatter always goes.
+  EXPECT_NE(skipped.err.find("this build refuses Valgrind"), std::string::npos) << skipped.err;
+  EXPECT_NE(testing::read_file(junit_).find("<skipped"), std::string::npos);
+
+  testing::write_file(profile_, with_cost(R"({ "instrument": "callgrind", "requests": 50 })"));
+  auto named = run({});
+  EXPECT_EQ(named.exit_code, 3) << named.out << named.err;
+  EXPECT_NE(named.err.find("service \"/bin/sh\" under valgrind exited"), std::string::npos)
+      << named.err;
+}
+
 // A service perfgate only watches cannot be restarted under an instrument.
 TEST_F(CostCliTest, AWatchedServiceIsNotCounted) {
   testing::DemoServerProcess server;

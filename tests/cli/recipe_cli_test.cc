@@ -91,7 +91,10 @@ TEST(RecipeCliTest, ThePullRequestRecipeSaysWhenItCannotDecide) {
                             {"PERFGATE_CANDIDATE_DIR", cand_dir.string()},
                             {"PERFGATE_BASELINE_DIR", base_dir.string()},
                             {"PERFGATE_CANDIDATE_PORT", std::to_string(testing::unused_port())},
-                            {"PERFGATE_BASELINE_PORT", std::to_string(testing::unused_port())}},
+                            {"PERFGATE_BASELINE_PORT", std::to_string(testing::unused_port())},
+                            // The timed launches are counted below; the cost
+                            // phase has its own tests (cost_cli_test.cc).
+                            {"PERFGATE_COST", "off"}},
                            dir.path(), 180);
   ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
   // A launch per pair: 13, and one more per disturbed pair measured again
