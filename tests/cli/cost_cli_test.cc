@@ -156,15 +156,17 @@ TEST_F(CostCliTest, AServiceThatCannotRunUnderValgrindSkipsAutoAndFailsNamed) {
     "target": { "url": "http://127.0.0.1:${PORT}/" },
     "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
     "repeat": { "count": 2, "discard": 0 },
-    "saturation": )" + std::string(kQuiet) +
+    "saturation": )" +
+           std::string(kQuiet) +
            R"(,
     "thresholds": { "error_rate": { "max": "1%" } },
     "service": { "command": ["/bin/sh", "-c",
         "case \"$LD_PRELOAD\" in *vgpreload*) echo 'this build refuses Valgrind' >&2; exit 1;; esac; exec \"$0\" --port \"$1\" --work-rounds 10",
-        ")" + std::string(PERFGATE_COUNTED_SERVER) +
+        ")" +
+           std::string(PERFGATE_COUNTED_SERVER) +
            R"(", "${PORT}"], "ready_url": "http://127.0.0.1:${PORT}/health" },
-    "cost": )" + cost +
-           "\n}";
+    "cost": )" +
+           cost + "\n}";
   };
   testing::write_file(profile_, with_cost(R"({ "instrument": "auto", "requests": 50 })"));
   auto skipped = run({});
@@ -172,7 +174,7 @@ TEST_F(CostCliTest, AServiceThatCannotRunUnderValgrindSkipsAutoAndFailsNamed) {
   if (last_["cost"].value("instrument", "") == "perf") GTEST_SKIP() << "this runner has a PMU";
   EXPECT_NE(skipped.out.find("cost phase skipped:"), std::string::npos) << skipped.out;
   EXPECT_NE(skipped.out.find("service \"/bin/sh\" under valgrind exited with status 1 before it "
-                            "was ready; the timed verdict stands"),
+                             "was ready; the timed verdict stands"),
             std::string::npos)
       << skipped.out;
   // The service's own words are on stderr, where its chatter always goes.
