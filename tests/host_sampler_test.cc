@@ -1,9 +1,11 @@
 #include "perfgate/host/host_sampler.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 namespace perfgate {
@@ -289,6 +291,65 @@ TEST(HostSamplerTest, LiveSamplerCountsTheRunsOwnWaits) {
   if (sum.cpu_pressure_pct) {
     EXPECT_LE(*sum.foreign_cpu_pressure_pct, *sum.cpu_pressure_pct);
   }
+}
+
+// The service's CPU in nanoseconds from its threads' schedstat, where the
+// stat files' 10 ms ticks would make a short window's figure a whole number
+// of ticks; a thread that ended since (its last ns gone with it) makes the
+// ticks answer for that sample.
+TEST(HostSamplerTest, ServiceCpuIsReadInNanosecondsWhileEveryThreadLives) {
+  HostSnapshot a, b;
+  a.service_cpu_total_s = 1.00;
+  b.service_cpu_total_s = 1.03;  // three ticks
+  a.service_run_ns = {{200, 1'000'000'000}, {201, 5'000'000}};
+  b.service_run_ns = {{200, 1'021'234'567}, {201, 5'500'000}, {202, 1'000'000}};
+  auto s = diff_snapshots(a, b, 100.0, 0);
+  ASSERT_TRUE(s.service_cpu_s);
+  EXPECT_NEAR(*s.service_cpu_s, 0.022734567, 1e-12);     // 202 was born since: all of it
+  b.service_run_ns.erase(b.service_run_ns.begin() + 1);  // 201 ended
+  EXPECT_NEAR(diff_snapshots(a, b, 100.0, 0).service_cpu_s.value(), 0.03, 1e-12);
+  a.service_run_ns.clear();  // no schedstat: ticks
+  EXPECT_NEAR(diff_snapshots(a, b, 100.0, 0).service_cpu_s.value(), 0.03, 1e-12);
+}
+
+TEST(HostSamplerTest, LiveServiceCpuIsNotAWholeNumberOfTicks) {
+  if (!ProcReader("/").wait_ns("self")) GTEST_SKIP() << "no /proc/self/task/*/schedstat here";
+  auto a = take_snapshot(ProcReader("/"), getpid(), SteadyClock::now());
+  volatile uint64_t x = 0;
+  for (int i = 0; i < 20'000'000; ++i) x = x + 1;  // some CPU of our own
+  auto b = take_snapshot(ProcReader("/"), getpid(), SteadyClock::now());
+  ASSERT_FALSE(a.service_run_ns.empty());
+  auto cpu = diff_snapshots(a, b, 100.0, 0).service_cpu_s.value();
+  EXPECT_GT(cpu, 0.0);
+  double ticks = cpu * 100;
+  EXPECT_GT(std::abs(ticks - std::round(ticks)), 1e-6) << cpu;
+}
+
+// Aligned to a run's windows, the sampler ends a sample at each edge (never
+// before it), however long its interval: a window's service CPU is then read
+// at its own edges.
+TEST(HostSamplerTest, AnAlignedSamplerSamplesAtTheWindowEdges) {
+  HostSampler sampler(ProcReader("/"), std::chrono::seconds(10), std::nullopt);
+  sampler.start();
+  auto t0 = SteadyClock::now() + std::chrono::milliseconds(50);
+  const auto warmup = std::chrono::milliseconds(300), window = std::chrono::milliseconds(300);
+  sampler.align(t0, warmup, window, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  sampler.stop();
+  auto samples = sampler.samples();
+  std::vector<SteadyClock::time_point> edges = {t0, t0 + warmup, t0 + warmup + window,
+                                                t0 + warmup + 2 * window};
+  // Each edge ends a sample at or after it and before the next edge.
+  for (size_t i = 0; i < edges.size(); ++i) {
+    auto ends_after = std::find_if(samples.begin(), samples.end(),
+                                   [&](const HostSample& s) { return s.end >= edges[i]; });
+    ASSERT_NE(ends_after, samples.end()) << "edge " << i;
+    if (i + 1 < edges.size()) {
+      EXPECT_LT(ends_after->end, edges[i + 1]) << "edge " << i;
+    }
+  }
+  // With a 10 s interval, nothing but the edges (and stop()) made these samples.
+  EXPECT_EQ(samples.size(), edges.size() + 1);
 }
 
 TEST(HostSamplerTest, LiveSamplerRecordsAtItsInterval) {

@@ -210,14 +210,20 @@ Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::at
     m.origin = SteadyClock::now();
   }
   sampler.start();
-  // The engine reports each iteration right after its window closes: that moment,
-  // less the window's length, is the window on the sampler's clock.
+  // The windows are on the engine's schedule from its t0; the sampler reads
+  // the host and the service at their very edges.
   std::vector<TimeWindow> windows;
+  SteadyClock::time_point t0 = SteadyClock::now();
+  LoadPlan timed = plan;
+  timed.on_start = [&](SteadyClock::time_point start) {
+    t0 = start;
+    sampler.align(start, plan.warmup, plan.duration, plan.iterations);
+  };
   ThreadCpusScope load_cpus(placement.load);  // the engine's threads inherit them
-  m.load = engine->run(plan, stop, [&](const Iteration& it) {
-    auto end = SteadyClock::now();
+  m.load = engine->run(timed, stop, [&](const Iteration& it) {
+    auto begin = t0 + plan.warmup + plan.duration * it.index;
     auto wall_end = unix_ms(std::chrono::system_clock::now());
-    windows.push_back({end - it.duration, end});
+    windows.push_back({begin, begin + it.duration});
     m.wall_ms.emplace_back(wall_end - static_cast<int64_t>(to_millis(it.duration)), wall_end);
     if (progress) progress->on_iteration(it);
   });

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -108,6 +109,7 @@ namespace {
 
 struct WatchedCpu {
   std::optional<double> cpu_total_s;
+  std::vector<std::pair<pid_t, uint64_t>> run_ns;
   uint64_t rss_kib = 0;
   std::optional<uint64_t> wait_ns;
   std::vector<ProcStat> threads;
@@ -134,17 +136,26 @@ WatchedCpu read_watch(const ProcReader& proc, const ServiceWatch& watch,
   uint64_t ticks = 0;
   std::vector<pid_t> seen;
   out.wait_ns = 0;
+  bool every_thread_in_ns = true;  // else a process's ns would be missing from the sum
   for (pid_t root : watch.roots)
     for (pid_t pid : proc.process_tree(root)) {
       if (std::find(seen.begin(), seen.end(), pid) != seen.end()) continue;
       seen.push_back(pid);
       if (auto p = proc.process(pid)) ticks += p->cpu_ticks();
-      for (auto& t : proc.threads(std::to_string(pid))) out.threads.push_back(std::move(t));
+      auto threads = proc.threads(std::to_string(pid));
       out.rss_kib += proc.rss_kib(std::to_string(pid)).value_or(0);
       // A process gone since process_tree() waits no more: it adds nothing.
-      if (auto wait = proc.wait_ns(std::to_string(pid))) *out.wait_ns += *wait;
+      auto stats = proc.task_schedstats(std::to_string(pid));
+      every_thread_in_ns = every_thread_in_ns && !stats.empty() && stats.size() == threads.size();
+      for (const auto& [tid, stat] : stats) {
+        *out.wait_ns += stat.wait_ns;
+        out.run_ns.emplace_back(tid, stat.run_ns);
+      }
+      std::move(threads.begin(), threads.end(), std::back_inserter(out.threads));
     }
   out.cpu_total_s = static_cast<double>(ticks) / ticks_per_second();
+  if (!every_thread_in_ns) out.run_ns.clear();
+  std::sort(out.run_ns.begin(), out.run_ns.end());
   return out;
 }
 
@@ -184,10 +195,33 @@ HostSnapshot take_snapshot(const ProcReader& proc, const ServiceWatch* service,
   auto watched = read_watch(proc, *service, cgroups);
   s.service_threads = std::move(watched.threads);
   s.service_cpu_total_s = watched.cpu_total_s;
+  s.service_run_ns = std::move(watched.run_ns);
   s.service_rss_kib = watched.rss_kib;
   s.run_wait_ns = plus(s.run_wait_ns, watched.wait_ns);
   return s;
 }
+
+// The service's CPU between two snapshots in ns when every thread seen at `a`
+// is still there at `b` (threads born since count from zero, their whole
+// life being inside); a thread that ended took its last ns with it, and the
+// ticks, which keep an ended thread's time, answer instead.
+namespace {
+
+std::optional<double> precise_service_cpu_s(const HostSnapshot& a, const HostSnapshot& b) {
+  if (a.service_run_ns.empty() || b.service_run_ns.empty()) return std::nullopt;
+  uint64_t total = 0;
+  auto later = b.service_run_ns.begin();
+  for (const auto& [tid, ns] : a.service_run_ns) {
+    later = std::lower_bound(later, b.service_run_ns.end(), std::pair<pid_t, uint64_t>(tid, 0));
+    if (later == b.service_run_ns.end() || later->first != tid) return std::nullopt;
+  }
+  uint64_t before = 0;
+  for (const auto& [tid, ns] : b.service_run_ns) total += ns;
+  for (const auto& [tid, ns] : a.service_run_ns) before += ns;
+  return static_cast<double>(delta(before, total)) / 1e9;
+}
+
+}  // namespace
 
 HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double ticks_per_s,
                           pid_t sampler_tid) {
@@ -223,7 +257,8 @@ HostSample diff_snapshots(const HostSnapshot& a, const HostSnapshot& b, double t
   s.shared_cpu = shared_cpu(a, b, sampler_tid);
   s.own_rss_kib = b.own_rss_kib;
   if (a.service_cpu_total_s && b.service_cpu_total_s) {
-    s.service_cpu_s = std::max(0.0, *b.service_cpu_total_s - *a.service_cpu_total_s);
+    s.service_cpu_s = precise_service_cpu_s(a, b).value_or(
+        std::max(0.0, *b.service_cpu_total_s - *a.service_cpu_total_s));
     s.service_cpu_pct = capacity_s > 0 ? 100.0 * *s.service_cpu_s / capacity_s : 0.0;
     s.service_rss_kib = b.service_rss_kib;
   }
@@ -504,27 +539,53 @@ void HostSampler::add(const HostSnapshot& before, const HostSnapshot& after, pid
     samples_.push_back(diff_snapshots(before, after, ticks_per_s_, tid));
 }
 
+void HostSampler::align(SteadyClock::time_point t0, Nanos warmup, Nanos duration, int iterations) {
+  std::vector<SteadyClock::time_point> points;
+  auto cut = [&](SteadyClock::time_point from, Nanos length) {
+    auto pieces = std::max<int64_t>(1, (length + interval_ / 2) / interval_);
+    for (int64_t k = 1; k <= pieces; ++k) points.push_back(from + length * k / pieces);
+  };
+  points.push_back(t0);
+  if (warmup > Nanos(0)) cut(t0, warmup);
+  for (int i = 0; i < iterations; ++i) cut(t0 + warmup + duration * i, duration);
+  {
+    std::lock_guard lock(mutex_);
+    schedule_ = std::move(points);
+  }
+  rescheduled_.notify_all();
+}
+
+SteadyClock::time_point HostSampler::next_sample(SteadyClock::time_point after,
+                                                 SteadyClock::time_point regular) {
+  std::lock_guard lock(mutex_);
+  auto passed = std::upper_bound(schedule_.begin(), schedule_.end(), after);
+  schedule_.erase(schedule_.begin(), passed);
+  return schedule_.empty() ? regular : schedule_.front();
+}
+
 // Sleeps on a condition variable rather than sleep_for, so stop() returns at
-// once instead of after up to one interval.
+// once instead of after up to one interval, and align() takes effect at once.
 void HostSampler::loop(std::stop_token stop) {
   pthread_setname_np(pthread_self(), "pg-sampler");
   auto tid = static_cast<pid_t>(syscall(SYS_gettid));
-  std::mutex m;
-  std::condition_variable_any wake;
   const ServiceWatch* service = service_ ? &*service_ : nullptr;
   const ServiceWatch* companion = companion_ ? &*companion_ : nullptr;
   auto before = take_snapshot(proc_, service, companion, cgroups_, SteadyClock::now());
-  auto next = before.at;
+  auto regular = before.at + interval_;
   // At least one sample, even when stop() came while the first snapshot was
   // read (a short run on a starved host): a run with no sample has no claim.
   do {
-    next += interval_;
-    std::unique_lock lock(m);
-    wake.wait_until(lock, stop, next, [] { return false; });
-    lock.unlock();
+    for (;;) {
+      auto next = next_sample(before.at, regular);
+      std::unique_lock lock(mutex_);
+      bool changed = rescheduled_.wait_until(lock, stop, next, [&] {
+        return !schedule_.empty() && schedule_.front() < next && schedule_.front() > before.at;
+      });
+      if (!changed) break;
+    }
     auto after = take_snapshot(proc_, service, companion, cgroups_, SteadyClock::now());
     add(before, after, tid);
-    next = std::max(next, after.at);  // a slow read skips ahead instead of bursting
+    regular = after.at + interval_;  // a slow read skips ahead instead of bursting
     before = std::move(after);
   } while (!stop.stop_requested());
 }

@@ -291,11 +291,17 @@ std::vector<ProcStat> ProcReader::threads(std::string_view pid) const {
 
 std::optional<uint64_t> ProcReader::wait_ns(std::string_view pid) const {
   std::optional<uint64_t> total;
+  for (const auto& [tid, s] : task_schedstats(pid)) total = total.value_or(0) + s.wait_ns;
+  return total;
+}
+
+std::vector<std::pair<pid_t, Schedstat>> ProcReader::task_schedstats(std::string_view pid) const {
+  std::vector<std::pair<pid_t, Schedstat>> out;
   auto task = proc_ / std::string(pid) / "task";
   for (const auto& tid : numeric_entries(task))
     if (auto s = parse_schedstat(read_text(task / tid / "schedstat").value_or("")))
-      total = total.value_or(0) + s->wait_ns;
-  return total;
+      if (auto id = number<pid_t>(tid)) out.emplace_back(*id, *s);
+  return out;
 }
 
 std::optional<ProcStat> ProcReader::process(pid_t pid) const {

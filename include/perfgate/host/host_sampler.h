@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,9 @@ struct HostSnapshot {
   std::vector<ProcStat> own_threads;  // perfgate's threads, the sampler's own included
   uint64_t own_rss_kib = 0;
   std::optional<double> service_cpu_total_s;  // the service's CPU so far, when it is known
+  /// The service's threads' CPU so far in ns (schedstat), by thread id; empty
+  /// for a cgroup watch (its usage_usec is already fine) or without schedstat.
+  std::vector<std::pair<pid_t, uint64_t>> service_run_ns;
   uint64_t service_rss_kib = 0;
   /// The service's threads (a process tree's; none for a cgroup watch): which
   /// CPU each last ran on, beside the load threads' in own_threads.
@@ -213,9 +217,19 @@ class HostSampler {
   /// Joins the thread after one last sample; safe to call twice.
   void stop();
   std::vector<HostSample> samples() const;
+  /// From now on, samples end at the run's window edges (t0, t0 + warmup, then
+  /// every `duration`), each window cut into pieces of about the interval, so
+  /// that a window's service CPU is read at its own edges and not at the
+  /// nearest regular sample's (a quarter of a second off at each edge). After
+  /// the last window, regular samples again.
+  void align(SteadyClock::time_point t0, Nanos warmup, Nanos duration, int iterations);
 
  private:
   void loop(std::stop_token stop);
+  /// The next moment to sample after `after`: the next aligned edge or piece
+  /// boundary when there is one, else `regular`.
+  SteadyClock::time_point next_sample(SteadyClock::time_point after,
+                                      SteadyClock::time_point regular);
   void add(const HostSnapshot& before, const HostSnapshot& after, pid_t tid);
 
   ProcReader proc_;
@@ -227,6 +241,8 @@ class HostSampler {
   double ticks_per_s_;
   mutable std::mutex mutex_;
   std::vector<HostSample> samples_;
+  std::vector<SteadyClock::time_point> schedule_;  // aligned sample ends, in order
+  std::condition_variable_any rescheduled_;
   std::jthread thread_;
 };
 

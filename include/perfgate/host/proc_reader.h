@@ -113,6 +113,9 @@ class ProcReader {
   /// The run-queue wait of all of a process's threads so far, in ns: `pid` is a
   /// number or "self". Absent when the kernel keeps no schedstat or it is gone.
   std::optional<uint64_t> wait_ns(std::string_view pid) const;
+  /// Each thread's schedstat, by thread id: nanosecond CPU time where the
+  /// stat files have only 10 ms ticks. Empty without schedstat.
+  std::vector<std::pair<pid_t, Schedstat>> task_schedstats(std::string_view pid) const;
   std::optional<uint64_t> rss_kib(std::string_view pid) const;
   /// `pid` and its descendants (children found by their ppid), `pid` first.
   std::vector<pid_t> process_tree(pid_t pid) const;

@@ -26,6 +26,10 @@ struct LoadPlan {
   double rate = 0;  // 0 = closed model
   Nanos timeout = std::chrono::seconds(5);
   Nanos connect_timeout = std::chrono::seconds(2);
+  /// Called once with the run's t0, before the first request: the warm-up is
+  /// [t0, t0 + warmup) and iteration i starts at t0 + warmup + i * duration, so
+  /// a caller can read other counters (the service's CPU) at the very edges.
+  std::function<void(std::chrono::steady_clock::time_point)> on_start;
 };
 
 LoadPlan plan_from_profile(const Profile& profile);

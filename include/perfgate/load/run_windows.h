@@ -95,6 +95,7 @@ LoadResult run_load_threads(std::vector<std::unique_ptr<W>>& workers, const Load
   std::atomic<bool> failed{false};
   std::vector<std::exception_ptr> failures(workers.size());
   const auto t0 = std::chrono::steady_clock::now();
+  if (plan.on_start) plan.on_start(t0);
   {
     std::vector<std::jthread> threads;
     try {
