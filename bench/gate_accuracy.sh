@@ -25,6 +25,10 @@
 #   PAIRED_COUNT=13 PAIRED_DURATION=DURATION PAIRED_WARMUP=WARMUP LEG_WARMUP=250ms  paired mode's pairs (12 kept, as recipe:pr-paired; 7 is the least that can fail at
 #                               the default limits, three tested metrics at 98.33 % each);
 #                               both services start anew for every pair (paired.block 1)
+#   PAIRED_RECIPE=0             1: paired rows at recipe:pr-paired's settings instead (its
+#                               limits, 12 pairs of 500ms windows after 250ms warm-ups, none
+#                               discarded, 2 more while undecided to 44, budget 80s; the
+#                               cost phase off: bench/cost_gate.sh measures it)
 #   LAUNCH_SPREAD=0             demo-server --launch-spread: each start of a service draws
 #                               a speed within +-PCT % (7 for issue 26's launch effect)
 #   PAIRED_SCHEDULE=alternate   paired.schedule: alternate (windows in turns) or duet (both
@@ -82,6 +86,17 @@ PAIRED_COUNT="${PAIRED_COUNT:-13}"
 PAIRED_DURATION="${PAIRED_DURATION:-$DURATION}"
 PAIRED_WARMUP="${PAIRED_WARMUP:-$WARMUP}"
 LAUNCH_SPREAD="${LAUNCH_SPREAD:-0}"
+PAIRED_RECIPE="${PAIRED_RECIPE:-0}"
+paired_repeat="\"count\": $PAIRED_COUNT, \"discard\": $DISCARD"
+paired_thresholds=""
+if [ "$PAIRED_RECIPE" = 1 ]; then
+  # recipe:pr-paired's shape and limits (ci/profiles/pr-paired.json).
+  PAIRED_DURATION=500ms PAIRED_WARMUP=250ms LEG_WARMUP=250ms PAIRED_COUNT=12
+  paired_repeat='"count": 12, "discard": 0, "max_count": 44, "budget": "80s"'
+  paired_thresholds='"thresholds": { "throughput": { "warn": "5%", "fail": "8%" },
+    "latency_p99": { "warn": "15%", "fail": "30%" }, "error_rate": { "max": "0.1%" },
+    "service_cpu_per_request": { "warn": "5%", "fail": "8%" } },'
+fi
 LEG_WARMUP="${LEG_WARMUP:-250ms}"
 PAIRED_SCHEDULE="${PAIRED_SCHEDULE:-alternate}"
 
@@ -151,7 +166,8 @@ cat >"$out/paired-$schedule.json" <<EOF
   "target": { "url": "http://127.0.0.1:\${GA_PORT}/", "method": "GET" },
   "load": { "threads": $THREADS, "connections": $CONNECTIONS, "duration": "$PAIRED_DURATION",
             "warmup": "$PAIRED_WARMUP", "rate": 0 },
-  "repeat": { "count": $PAIRED_COUNT, "discard": $DISCARD },
+  "repeat": { $paired_repeat },
+  $paired_thresholds
   "service": {
     "command": ["\${PERFGATE}", "demo-server", "--port", "\${GA_PORT}", "--delay", "\${GA_DELAY}",
                 "--tail-delay", "\${GA_TAIL_DELAY}", "--tail-every", "\${GA_TAIL_EVERY}",
@@ -195,6 +211,8 @@ run_gate() {
 
 # shellcheck source=bench/neighbour.sh
 . "$root/bench/neighbour.sh"
+# shellcheck source=bench/row_load.sh
+. "$root/bench/row_load.sh"
 # The found scenarios' service, started by this script (not by perfgate) and
 # stopped by its PID.
 found_pid=""
@@ -307,7 +325,7 @@ row_complete() {
 echo "gate_accuracy: $PERFGATE, results in $out" >&2
 echo "profile: $THREADS thread x $CONNECTIONS connections, warmup $WARMUP, $COUNT x $DURATION (discard $DISCARD), default thresholds and baseline" >&2
 case " $SCENARIOS " in *" p"*)
-  echo "paired: $PAIRED_COUNT pairs of $PAIRED_DURATION windows, warm-up $PAIRED_WARMUP a launch (discard $DISCARD), leg warm-up $LEG_WARMUP, schedule $PAIRED_SCHEDULE" >&2 ;;
+  echo "paired: {$paired_repeat} pairs of $PAIRED_DURATION windows, warm-up $PAIRED_WARMUP a launch, leg warm-up $LEG_WARMUP, schedule $PAIRED_SCHEDULE$([ "$PAIRED_RECIPE" = 1 ] && echo ", recipe:pr-paired's limits")" >&2 ;;
 esac
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 started="$(date -u +%Y-%m-%dT%H:%MZ)"
@@ -327,6 +345,8 @@ started="$(date -u +%Y-%m-%dT%H:%MZ)"
       echo "[$(date +%T)] $cond/$sc: complete in $out, skipped (RESUME=1)" >&2
       continue
     fi
+    read -r row_t0 row_s0 < <(cpu_now)
+    row_o0="$(others_now)"
     [ "$cond" = noisy ] && start_neighbour
     case "$sc" in
       aa) scenario "$cond/aa" "$BASE_DELAY" 0s 0 0s ;;
@@ -344,6 +364,7 @@ started="$(date -u +%Y-%m-%dT%H:%MZ)"
       *) die "unknown scenario $sc (aa, loss, tail, caa, closs, paa, ploss, ptail, pcaa, pcloss, faa, floss)" ;;
     esac
     stop_neighbour
+    row_load "$row_t0" "$row_s0" "$row_o0" >"$out/$cond/$sc.load"
   done
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -424,9 +445,13 @@ for cond in conditions:
         result = "NO DATA (no baseline)"
     elif nobase or sat:
         result += f" ({nobase} no baseline, {sat} saturated)"
+    try:
+        steal, others = open(f"{out}/{name}.load").read().split()
+    except (OSError, ValueError):
+        steal = others = "-"
     rows.append((cond, desc, f"{runs}", seeded, *map(str, e), str(sat), metric, f"{fails}", f"{past}",
                  f"{sigpast}", fmt(med(change)), fmt(med(pval), "{:.3g}"), fmt(med(secs), "{:.1f}"),
-                 target, result))
+                 f"{steal}%", f"{others}%", target, result))
     b, n = med(base), med(now)
     if "loss" in sc and b is not None and n is not None:
         print(f"{cond} {sc}: baseline {b:.0f} req/s, candidate median {n:.0f} req/s "
@@ -488,17 +513,18 @@ for cond in conditions:
 
 head = ("condition", "scenario", "runs", "seed", "exit0", "exit1", "exit2", "exit3", "saturated",
         "metric", "fails", "past limit", "sig+past", "median change", "median p", "gate s",
-        "target", "result")
+        "steal", "others", "target", "result")
 table = [head] + rows
 widths = [max(len(r[i]) for r in table) for i in range(len(head))]
 for r in table:
-    print("  ".join(c.ljust(w) if i in (0, 1, 9, 16, 17) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    print("  ".join(c.ljust(w) if i in (0, 1, 9, 18, 19) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
 print("seed = accepted baseline runs (saturated runs are never baselines); fails = runs whose metric's")
 print("verdict is fail; past limit = change past the fail limit; sig+past = past it and significant, i.e.")
 print("what would fail had the run not been saturated; median p = the larger of the iteration and")
 print("run-level tests' p-values (run-level only with >= 3 baseline runs); in paired mode, the")
 print("signed-rank test's on the pair-by-pair ratios (seed: none needed); gate s = median wall time")
 print("of one gate (perfgate run, service start and stop included). A/A false alarms and caught")
-print("losses count exit 1 from any metric; noisy = a neighbour burning a core in random bursts.")
+print("losses count exit 1 from any metric; noisy = a neighbour burning a core in random bursts;")
+print("steal and others = the host's steal and other processes' CPU (% of all cores) over the row.")
 PY
 [ "${SUMMARY_ONLY:-0}" = 1 ] || echo "started $started, $(nproc) cores, load average $load_before before and $load_after after; runs in $out"

@@ -279,7 +279,7 @@ TEST(ProfileTest, NameAndTargetAreRequired) {
 
 TEST(ProfileTest, UnknownKeyFarFromAnyListsTheChoices) {
   EXPECT_EQ(problem_with(R"("repeat": {"zzzzzzzzz": 1})"),
-            "repeat.zzzzzzzzz: unknown key; expected one of: count, discard, max_count");
+            "repeat.zzzzzzzzz: unknown key; expected one of: count, discard, max_count, budget");
   EXPECT_EQ(problem_with(R"("treshold": {})"),
             "treshold: unknown key; did you mean \"thresholds\"?");
 }

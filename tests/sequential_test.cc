@@ -345,8 +345,17 @@ TEST(SequentialTest, FutilityAsksWhetherEitherAnswerIsPlausiblyReachable) {
   near.test->n_now = 6;
   near.test->confidence_pct = 99;
   EXPECT_GT(*conditional_power(near, 6, plan, 97), kFutilityPower);
-  // Nothing left to measure: no conditional power to speak of.
+  // Nothing left to measure: no conditional power to speak of, and the last
+  // look is not "futile" (nothing is forgone): undecided, max_count reached.
   EXPECT_FALSE(conditional_power(near, 16, plan, 97));
+  auto far = check("throughput_rps", -30, 20);
+  far.test->estimate_pct = -1;
+  far.test->n_now = 16;
+  j.checks = {far};
+  auto last = next_step(j, false, false, 16, plan);
+  EXPECT_FALSE(last.more);
+  EXPECT_TRUE(last.futile.empty());
+  EXPECT_EQ(last.undecided, std::vector<std::string>{"throughput_rps"});
   // What a futile stop says.
   SequentialStep futile;
   futile.futile = {"throughput_rps"};

@@ -172,8 +172,10 @@ SequentialStep next_step(const Judgement& judgement, bool saturated, bool stoppe
     // Non-binding futility: stopping cannot add a fail, only forgo one. Only
     // when neither answer is within reach: an A/A run, which cannot fail, may
     // still pass by max_count (issue 39, finding 1).
+    // At the last look there is nothing left to forgo: undecided, and the
+    // stop reason says max_count or the budget.
     bool futile = false;
-    if (plan.futility) {
+    if (plan.futility && plan.next_batch(taken) > 0) {
       auto fail = conditional_power(c, taken, plan, final_pct);
       auto pass = conditional_pass_power(c, taken, plan, final_pct);
       futile = fail && pass && *fail < kFutilityPower && *pass < kFutilityPower;
@@ -203,6 +205,7 @@ std::string stop_reason(const SequentialStep& last, bool saturated, bool stopped
   which += ")";
   if (stopped) return "stopped by a signal after " + after + ": still undecided" + which;
   if (saturated) return "load machine saturated after " + after + ": still undecided" + which;
+  if (plan.budget_cut) return "repeat.budget reached after " + after + ": still undecided" + which;
   return "max_count " + std::to_string(plan.max_count) + " reached: still undecided" + which;
 }
 

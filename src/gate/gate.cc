@@ -223,7 +223,10 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     std::optional<SequentialSummary> sequential;
     if (plan.extends()) {
       int taken = profile.repeat.count;
-      auto step = look(judging, run, selection, stop, taken, plan);
+      // Stored mode's Bonferroni levels stay those of the planned looks (the
+      // summary's too): fewer looks only make each stricter than it need be.
+      auto paced = budgeted(plan, profile.repeat.budget, Clock::now() - started, taken);
+      auto step = look(judging, run, selection, stop, taken, paced);
       while (step.more) {
         int n = plan.next_batch(taken);
         spdlog::info("sequential: still undecided after {} iterations; measuring {} more", taken,
@@ -232,10 +235,11 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
         taken += n;
         if (m.aborted) record_aborted(gate, store, profile, m, host);
         run = screened_run(profile, m, gate, host, dropped);
-        step = look(judging, run, selection, stop, taken, plan);
+        paced = budgeted(paced, profile.repeat.budget, Clock::now() - started, taken);
+        step = look(judging, run, selection, stop, taken, paced);
       }
       auto why =
-          stop_reason(step, run.record.saturation.saturated, stop, taken, plan, "iterations");
+          stop_reason(step, run.record.saturation.saturated, stop, taken, paced, "iterations");
       sequential = sequential_summary(plan, taken, "iterations", why,
                                       !step.futile.empty() && step.undecided.empty());
     }

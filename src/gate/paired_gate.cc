@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "cost_phase.h"
@@ -181,7 +182,8 @@ struct PairedState {
   PairScreening screening;
   PairedRecords p;
   PairedLook look;
-  int taken = 0;  // pairs measured, extensions included: which look this is
+  int taken = 0;        // pairs measured, extensions included: which look this is
+  SequentialPlan plan;  // the context's, max_count lowered as repeat.budget runs out
 };
 
 // What every stage of a paired run needs: the two sides' profiles, the run so
@@ -195,10 +197,23 @@ struct PairedContext {
   SequentialPlan plan;  // the looks and their levels (the profile's confidence as plan.confidence)
   const Measurer& measurer;
   const std::atomic<bool>& stop;
+  std::chrono::steady_clock::time_point started;  // the timed pairs' start, for repeat.budget
 };
 
 int kept_pairs(const Profile& profile) {
   return profile.repeat.count - profile.repeat.discard;
+}
+
+// Stored with the max_count its looks were judged for, where repeat.budget
+// lowered it, so that `compare` judges the run again at the same level.
+std::string with_max_count(const std::string& profile_json, const SequentialPlan& plan) {
+  auto doc = nlohmann::json::parse(profile_json, nullptr, false);
+  if (!doc.is_object() || !doc["repeat"].is_object()) return profile_json;
+  if (plan.extends())
+    doc["repeat"]["max_count"] = plan.max_count;
+  else
+    doc["repeat"].erase("max_count");
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // The records and the look, again from the measurement as it now stands; the
@@ -207,15 +222,27 @@ void judge_pairs(const PairedContext& c, PairedState& s,
                  std::vector<std::string>& screening_notes) {
   std::string key = s.p.cand.pair;
   s.p = paired_records(c.profile, c.base_profile, s.m, c.gate.partial(), c.host, s.screening);
+  if (s.plan.budget_cut) {
+    s.p.cand.profile_json = with_max_count(s.p.cand.profile_json, s.plan);
+    s.p.base.profile_json = with_max_count(s.p.base.profile_json, s.plan);
+  }
   if (!key.empty()) s.p.cand.pair = s.p.base.pair = key;
   apply_screening(s.screening, kept_pairs(c.profile), s.p, screening_notes);
-  s.look = paired_look(s.p, s.m, c.profile, {c.plan.confidence, look_level(c.plan, s.taken)});
+  s.look = paired_look(s.p, s.m, c.profile, {s.plan.confidence, look_level(s.plan, s.taken)});
+}
+
+// The same after more pairs, or with the plan's levels changed: the first
+// look's screening notes stand.
+void judge_pairs_again(const PairedContext& c, PairedState& s) {
+  std::vector<std::string> noted_already;
+  judge_pairs(c, s, noted_already);
 }
 
 // The planned pairs, the disturbed ones dropped and measured again, judged.
 PairedState measure_and_screen(const PairedContext& c, std::vector<std::string>& screening_notes) {
   PairedState s;
   s.taken = c.profile.repeat.count;
+  s.plan = c.plan;
   s.m = c.measurer.paired(c.profile, c.base_profile, c.stop);
   c.gate.loaded(s.m.candidate.load);
   if (s.m.candidate.aborted) record_aborted(c.gate, c.store, c.profile, s.m.candidate, c.host);
@@ -233,12 +260,16 @@ PairedState measure_and_screen(const PairedContext& c, std::vector<std::string>&
 }
 
 // repeat.max_count: more pairs, batch by batch, while the verdict is undecided.
-std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c,
-                                                        const SequentialPlan& plan,
-                                                        PairedState& s) {
+std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c, PairedState& s) {
+  SequentialPlan& plan = s.plan;
   if (!plan.extends()) return std::nullopt;
   int& taken = s.taken;
   int dropped = 0;
+  auto budget = [&] {
+    plan = budgeted(plan, c.profile.repeat.budget, Clock::now() - c.started, taken);
+  };
+  budget();
+  if (plan.budget_cut) judge_pairs_again(c, s);
   auto step = next_step(s.look.judgement, s.p.cand.saturation.saturated, c.stop, taken, plan);
   while (step.more) {
     int n = plan.next_batch(taken);
@@ -250,8 +281,8 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c,
     append_measurement(s.m.candidate, more.candidate);
     taken += n;
     if (s.m.candidate.aborted) record_aborted(c.gate, c.store, c.profile, s.m.candidate, c.host);
-    std::vector<std::string> noted_already;  // the first look's screening notes stand
-    judge_pairs(c, s, noted_already);
+    budget();
+    judge_pairs_again(c, s);
     step = next_step(s.look.judgement, s.p.cand.saturation.saturated, c.stop, taken, plan);
   }
   auto why = stop_reason(step, s.p.cand.saturation.saturated, c.stop, taken, plan, "pairs");
@@ -268,7 +299,7 @@ void count_both_sides(const PairedContext& c, PairedState& s) {
   auto cost = measure_paired_cost(c.profile, c.base_profile, c.stop, c.measurer.counter);
   s.p.cand.cost = cost.candidate;
   s.p.base.cost = cost.baseline;
-  s.look = paired_look(s.p, s.m, c.profile, {c.plan.confidence, look_level(c.plan, s.taken)});
+  s.look = paired_look(s.p, s.m, c.profile, {s.plan.confidence, look_level(s.plan, s.taken)});
 }
 
 // The verdict and the notes a user reads first: what was paired, and how.
@@ -327,7 +358,8 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
                     placed_host(measurer, profile),
                     plan,
                     measurer,
-                    stop};
+                    stop,
+                    started};
     auto doctor_warnings = preflight(profile);
     // Before the load: one installed program on both sides is an A/A run.
     std::optional<std::string> shared_exe;
@@ -336,7 +368,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
                                                service_path(*profile.service, env));
     std::vector<std::string> screening_notes;
     PairedState s = measure_and_screen(c, screening_notes);
-    auto sequential = extend_while_undecided(c, plan, s);
+    auto sequential = extend_while_undecided(c, s);
     count_both_sides(c, s);
     GateResult r = paired_result(c, s, options, screening_notes, sequential);
     if (shared_exe) {

@@ -38,6 +38,20 @@ Profile batch_profile(Profile profile, int n) {
   return profile;
 }
 
+SequentialPlan budgeted(SequentialPlan plan, Nanos budget, Nanos elapsed, int taken) {
+  if (budget <= Nanos(0) || taken <= 0 || !plan.extends()) return plan;
+  double per = std::chrono::duration<double>(elapsed).count() / taken;
+  double left = std::chrono::duration<double>(budget - elapsed).count();
+  int more = per > 0 && left > 0 ? static_cast<int>(left / per) : 0;
+  more -= more % std::max(plan.batch, 1);
+  int most = std::max(taken, std::min(plan.max_count, taken + more));
+  if (most < plan.max_count) {
+    plan.max_count = most;
+    plan.budget_cut = true;
+  }
+  return plan;
+}
+
 void append_measurement(Measurement& to, const Measurement& more) {
   int first = static_cast<int>(to.load.iterations.size());
   for (size_t i = 0; i < more.load.iterations.size(); ++i) {

@@ -28,6 +28,12 @@ Profile judging_profile(const Profile& profile, const SequentialPlan& plan);
 /// A batch of `n` more iterations (pairs), none discarded, not extended itself.
 Profile batch_profile(Profile profile, int n);
 
+/// repeat.budget: the plan's max_count lowered to the batches that, at the
+/// pace of the first `taken` (launches and waits included), end within the
+/// budget. Fewer looks than planned only make each later one less strict
+/// than its boundary allows; the first looks were judged stricter still.
+SequentialPlan budgeted(SequentialPlan plan, Nanos budget, Nanos elapsed, int taken);
+
 /// Appends `more`'s iterations after `to`'s (renumbered), with their windows,
 /// wall times and host samples; a signal during `more` marks `to` aborted.
 void append_measurement(Measurement& to, const Measurement& more);

@@ -275,6 +275,7 @@ std::string redacted_profile_json(const Profile& p, const Doc& raw) {
               {"thresholds", thresholds_json(p.thresholds)}};
   // Only when set, so that the profiles of earlier runs read back unchanged.
   if (p.repeat.max_count > p.repeat.count) out["repeat"]["max_count"] = p.repeat.max_count;
+  if (p.repeat.budget > Nanos(0)) out["repeat"]["budget"] = format_duration(p.repeat.budget);
   if (!p.requests.empty()) {
     json mix = json::array();
     for (size_t i = 0; i < p.requests.size(); ++i)

@@ -23,7 +23,7 @@ constexpr std::array<std::string_view, 3> kPairedBaselineKeys = {"origin", "serv
 constexpr std::array<std::string_view, 3> kBaselineKeys = {"window", "drift_window", "confidence"};
 constexpr std::array<std::string_view, 8> kLoadKeys = {
     "threads", "connections", "duration", "warmup", "rate", "engine", "timeout", "connect_timeout"};
-constexpr std::array<std::string_view, 3> kRepeatKeys = {"count", "discard", "max_count"};
+constexpr std::array<std::string_view, 4> kRepeatKeys = {"count", "discard", "max_count", "budget"};
 constexpr std::array<std::string_view, 3> kFloorKeys = {"warn", "fail", "min"};
 constexpr std::array<std::string_view, 3> kCeilingKeys = {"warn", "fail", "max"};
 constexpr std::array<std::string_view, 9> kServiceKeys = {
@@ -130,6 +130,7 @@ RepeatSpec read_repeat(const Section& root) {
                                  std::to_string(*most));
     repeat.max_count = *most;
   }
+  repeat.budget = s.duration("budget", false, kMaxDuration).value_or(repeat.budget);
   if ((count || !s.has("count")) && (discard || !s.has("discard")) &&
       repeat.discard >= repeat.count)
     s.problem("discard", "must be less than count (" + std::to_string(repeat.count) + "), got " +

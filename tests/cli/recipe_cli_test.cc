@@ -94,18 +94,23 @@ TEST(RecipeCliTest, ThePullRequestRecipeSaysWhenItCannotDecide) {
                             {"PERFGATE_BASELINE_PORT", std::to_string(testing::unused_port())},
                             // The timed launches are counted below; the cost
                             // phase has its own tests (cost_cli_test.cc).
-                            {"PERFGATE_COST", "off"}},
+                            {"PERFGATE_COST", "off"},
+                            // No time for more than the first look's pairs.
+                            {"PERFGATE_BUDGET", "1s"}},
                            dir.path(), 180);
   ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
-  // A launch per pair: 13, and one more per disturbed pair measured again
-  // (paired.max_redos 3) on a busy machine.
+  // A launch per pair: the first look's 12, and one more per disturbed pair
+  // measured again (paired.max_redos 3) on a busy machine; a 1 s budget
+  // leaves no time to extend.
   int launches = std::stoi(testing::read_file(base_dir / "launches"));
-  EXPECT_GE(launches, 13) << r.out;
-  EXPECT_LE(launches, 16) << r.out;
+  EXPECT_GE(launches, 12) << r.out;
+  EXPECT_LE(launches, 15) << r.out;
   // On a machine too busy to keep enough undisturbed pairs (CI, beside other
   // tests), pair screening ends the run inconclusive first, for its own reason:
   // still exit 2 and said, but not the one this test is about.
   if (r.out.find("too few undisturbed pairs") != std::string::npos) return;
+  EXPECT_NE(r.out.find("repeat.budget reached after 12 pairs: still undecided"), std::string::npos)
+      << r.out;
   auto result = nlohmann::json::parse(testing::read_file(json));
   const auto& cost = result["metrics"]["service_cpu_us_per_request"];
   EXPECT_TRUE(cost["inconclusive"].get<bool>()) << cost << r.out;

@@ -158,5 +158,45 @@ TEST(SequentialPairedCliTest, LooksJudgeAtTheBoundaryAndTheJsonSaysWhichStopped)
   EXPECT_EQ(judged["verdict"], ran["verdict"]);
 }
 
+// repeat.budget as a user sets it: a max_count no run could reach in the
+// budget is lowered to what the pace of the first look allows; the run stops
+// there (or earlier, decided), and `compare` judges it again at the same level.
+TEST(SequentialPairedCliTest, ATimeBudgetEndsTheRunAndCompareAgrees) {
+  TempDir dir;
+  auto profile = dir / "paired.json", store = dir / "perfgate.db", json = dir / "result.json";
+  std::string text = kPairedProfile;
+  auto at = text.find(R"("max_count": 12 })");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 17, R"("max_count": 400, "budget": "4s" })");
+  testing::write_file(profile, text);
+  DemoServerProcess cand{{"--delay", "2ms", "--delay-every", "1"}};
+  DemoServerProcess base{{"--delay", "2ms", "--delay-every", "1"}};
+  std::map<std::string, std::string> env{{"CAND_PORT", std::to_string(cand.port())},
+                                         {"BASE_PORT", std::to_string(base.port())}};
+  auto r = testing::run_command({testing::perfgate_binary(), "run", profile.string(), "--store",
+                                 store.string(), "--json", json.string()},
+                                env);
+  ASSERT_NE(r.exit_code, 3) << r.out << r.err;
+  auto ran = nlohmann::json::parse(testing::read_file(json));
+  const auto& seq = ran["sequential"];
+  // 400 pairs of two 150 ms windows are two minutes: the budget cut them.
+  EXPECT_LT(seq["max_count"].get<int>(), 400) << seq;
+  EXPECT_LE(seq["taken"].get<int>(), std::max(6, seq["max_count"].get<int>())) << seq;
+  std::string stopped = seq["stopped"];
+  EXPECT_TRUE(stopped.rfind("repeat.budget reached after ", 0) == 0 ||
+              stopped.rfind("decided after ", 0) == 0 || stopped.rfind("futility after ", 0) == 0)
+      << stopped;
+  EXPECT_EQ(testing::validate_result_json(json).exit_code, 0);
+
+  auto again = testing::run_command({testing::perfgate_binary(), "compare",
+                                     std::to_string(ran["run_id"].get<int64_t>()), "--store",
+                                     store.string(), "--json", json.string()});
+  ASSERT_NE(again.exit_code, 3) << again.out << again.err;
+  auto judged = nlohmann::json::parse(testing::read_file(json));
+  EXPECT_NEAR(judged["baseline"]["confidence_pct"].get<double>(),
+              ran["baseline"]["confidence_pct"].get<double>(), 1e-9);
+  EXPECT_EQ(judged["verdict"], ran["verdict"]);
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -29,10 +29,11 @@ struct SequentialPlan {
   int max_count = 0;  // the most it may take; <= count: no extension
   int batch = 2;      // measured per extension
   Spending spending = Spending::kBonferroni;
-  int discard = 0;         // repeat.discard: not tested at the first look
-  int block = 1;           // paired.block: the test counts blocks of this many pairs
-  bool futility = false;   // may stop early when a fail is out of reach
-  double confidence = 95;  // the run's confidence (%), before any split
+  int discard = 0;          // repeat.discard: not tested at the first look
+  int block = 1;            // paired.block: the test counts blocks of this many pairs
+  bool futility = false;    // may stop early when a fail is out of reach
+  double confidence = 95;   // the run's confidence (%), before any split
+  bool budget_cut = false;  // max_count lowered to what repeat.budget allows
 
   bool extends() const { return max_count > count; }
   /// Looks at the data: once at count, then after each batch up to max_count.

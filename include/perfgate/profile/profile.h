@@ -53,6 +53,10 @@ struct RepeatSpec {
   /// metric is still undecided; 0 or `count`: exactly `count`, no extension.
   /// Not in the profile hash: a longer run measures the same thing.
   int max_count = 0;
+  /// The most time the timed iterations may take, extensions included: a
+  /// sequential run measures another batch only while the time so far says
+  /// it ends within it. 0 = no budget. Not in the profile hash either.
+  Nanos budget{0};
 };
 
 /// The service under test. With `command`, perfgate starts it before the load and
