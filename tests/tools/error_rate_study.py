@@ -5,7 +5,7 @@ The study behind docs/statistics.md, "The error rate's bound" (issue 39,
 finding 7): runs of K windows of about N requests whose errors arrive as a
 Poisson stream of bursts, each failing `b` requests at once; the share of runs
 that fail a 0.1 % max under each candidate rule. NumPy and SciPy (Debian's
-python3-scipy), seeded; about a minute. tests/error_rate_test.cc checks the
+python3-scipy), seeded; under a minute. tests/error_rate_test.cc checks the
 chosen rule through the real judge().
 
     /usr/bin/python3 tests/tools/error_rate_study.py [K N]
