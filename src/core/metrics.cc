@@ -115,6 +115,26 @@ double pooled_or_aggregate(const MetricDef& def, const std::vector<double>& valu
   return static_cast<double>(latency.percentile_ns(def.percentile)) / 1e6;
 }
 
+std::vector<WindowCounts> kept_error_counts(const std::vector<Iteration>& iterations) {
+  std::vector<WindowCounts> out;
+  for (const auto& it : iterations)
+    if (!it.discarded)
+      out.push_back({it.stats.attempts(), it.stats.errors.total() + it.stats.statuses.failed()});
+  return out;
+}
+
+// The share of all attempts that failed. Not the median window's rate, which
+// hides errors that come in bursts: a run whose bursts hit 5 of 12 windows has
+// a median rate of 0.
+double failed_share_pct(const std::vector<WindowCounts>& windows) {
+  double attempts = 0, failures = 0;
+  for (const auto& w : windows) {
+    attempts += static_cast<double>(w.attempts);
+    failures += static_cast<double>(w.failures);
+  }
+  return attempts > 0 ? 100 * failures / attempts : 0.0;
+}
+
 }  // namespace
 
 MetricSet summarize(const std::vector<Iteration>& iterations) {
@@ -122,6 +142,7 @@ MetricSet summarize(const std::vector<Iteration>& iterations) {
   auto latency = kept_latency(iterations);
   for (const auto& def : kMetrics)
     out[std::string(def.key)] = pooled_or_aggregate(def, kept_values(iterations, def), latency);
+  out["error_rate_pct"] = failed_share_pct(kept_error_counts(iterations));
   return out;
 }
 
@@ -173,12 +194,14 @@ RunFigures run_figures(const std::vector<Iteration>& iterations,
   auto latency = kept_latency(iterations);
   for (const auto& [key, values] : figures.values)
     figures.summary[key] = pooled_or_aggregate(*find_metric(key), values, latency);
-  for (const auto& it : iterations) {
-    if (it.discarded) continue;
-    figures.attempts += it.stats.attempts();
-    figures.failures += it.stats.errors.total() + it.stats.statuses.failed();
-    figures.unit_responses.push_back(it.stats.responses);
+  figures.error_windows = kept_error_counts(iterations);
+  figures.summary["error_rate_pct"] = failed_share_pct(figures.error_windows);
+  for (const auto& w : figures.error_windows) {
+    figures.attempts += w.attempts;
+    figures.failures += w.failures;
   }
+  for (const auto& it : iterations)
+    if (!it.discarded) figures.unit_responses.push_back(it.stats.responses);
   return figures;
 }
 

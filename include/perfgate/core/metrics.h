@@ -55,7 +55,8 @@ const MetricDef* find_metric(std::string_view key);
 using MetricSet = std::map<std::string, double, std::less<>>;
 
 /// Per metric, its aggregate over the kept iterations: the median, the max for
-/// latency_max, a quantile of the merged histogram for the latency quantiles.
+/// latency_max, a quantile of the merged histogram for the latency quantiles,
+/// and for error_rate_pct the share of all attempts that failed.
 MetricSet summarize(const std::vector<Iteration>& iterations);
 /// The per-iteration values of one metric over the kept iterations, in order.
 std::vector<double> kept_values(const std::vector<Iteration>& iterations, const MetricDef& def);
@@ -71,15 +72,28 @@ double aggregate(const MetricDef& def, const std::vector<double>& values);
 /// (infinite for a metric that is no quantile).
 double tail_responses(const MetricDef& def, double responses);
 
+/// Requests attempted and failed in one kept window: an error rate's
+/// dispersion is read from how these scatter (error_rate.h).
+struct WindowCounts {
+  std::uint64_t attempts = 0;
+  std::uint64_t failures = 0;
+  friend bool operator==(const WindowCounts&, const WindowCounts&) = default;
+};
+
 /// One run's figures with the per-iteration values behind them: the verdict
 /// tests a change against the spread of these values, not just the figures.
 struct RunFigures {
   MetricSet summary;  // per metric, aggregate() of its values
   std::map<std::string, std::vector<double>, std::less<>> values;  // kept iterations, in order
   /// Requests attempted and failed over the kept iterations: an absolute
-  /// error-rate limit is judged on their binomial bound, not on the point rate.
+  /// error-rate limit is judged on their bound (error_rate.h), not on the point
+  /// rate; summary's error_rate_pct is failures over attempts.
   std::uint64_t attempts = 0;
   std::uint64_t failures = 0;
+  /// The same counts for each kept window, in order (the windows, also where
+  /// `values` holds one per launch): how bursty the errors were. Empty when
+  /// unknown.
+  std::vector<WindowCounts> error_windows{};
   /// Responses of each unit behind `values` (a kept iteration, or a launch):
   /// what a quantile of one unit rests on.
   std::vector<std::uint64_t> unit_responses{};

@@ -141,7 +141,8 @@ int min_pairs_to_reach(double confidence_pct);
 /// within the fail limit (equivalence at the same level); warn when e is past
 /// warn, lo past zero and hi within the fail limit; anything else is
 /// inconclusive (warn), saying what would decide. An error-rate
-/// max fails only when the rate's binomial lower bound is past it. With a
+/// max fails only when the rate's lower bound, widened by the bursts its
+/// windows show, is past it (error_rate.h). With a
 /// `drift_reference`, a run within its limits that has drifted significantly past
 /// the fail limit against those older runs warns. A saturated run never fails:
 /// its fails become warns that say why.
