@@ -459,14 +459,21 @@ TEST_F(PairedGateTest, APairDisturbedOnOneSideIsDroppedAndMeasuredAgain) {
   cand[3].foreign_cpu_pct = 60;
   cand[5].responses = 100;
   cand[5].foreign_cpu_pct = 45;
-  fake_.script = [calls, cand](const Profile& p) {
+  auto redo_offset = std::make_shared<int>(-1);
+  fake_.script = [calls, cand, redo_offset](const Profile& p) {
     bool base = p.target.url.find(":10") != std::string::npos;
-    if (p.repeat.count == 2) return testing::steady(2, 1000, 10ms);  // the redo, undisturbed
+    if (p.repeat.count == 2) {  // the redo, undisturbed
+      if (!base) *redo_offset = p.paired->order_offset;
+      return testing::steady(2, 1000, 10ms);
+    }
     return base ? kPairs : cand;
   };
   std::ostringstream out;
   EXPECT_EQ(run_gate(options_, no_env(), out, stop_, fake_.measurer()), ExitStatus::kPass);
   EXPECT_EQ(*fake_.loads, 2);  // the run, then one redo of both disturbed pairs
+  // The redo's pairs continue the run's A B, B A order (9 pairs before it: B A
+  // first), instead of every batch starting A B.
+  EXPECT_EQ(*redo_offset, 9);
   auto json = result_json();
   EXPECT_EQ(json["paired"]["pairs"], 8);
   std::string notes = json["notes"].dump();

@@ -539,10 +539,12 @@ void show_leg(const PairBatch& batch, const PairedSide& side, int shown_index) {
   batch.progress->on_iteration(shown);
 }
 
-// Pair i as two windows one after the other, the order alternating A B, B A.
+// Pair i as two windows one after the other, the order alternating A B, B A
+// over the run's pairs, earlier batches counted.
 void measure_alternate_pair(const PairBatch& batch, std::array<PairedSide, 2>& sides, int i) {
+  bool a_first = (i + batch.paired.order_offset) % 2 == 0;
   for (int k = 0; k < 2 && !batch.stop; ++k) {
-    PairedSide& side = sides[static_cast<size_t>(i % 2 == 0 ? k : 1 - k)];
+    PairedSide& side = sides[static_cast<size_t>(a_first ? k : 1 - k)];
     spdlog::debug("pair {}/{}: {} window", i + 1, batch.pairs, side.name);
     auto leg = run_load(side.profile, leg_plan(batch, side, i), batch.stop, side.service,
                         std::nullopt, nullptr, batch.placement);

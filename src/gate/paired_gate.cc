@@ -89,10 +89,11 @@ PairedRecords paired_records(const Profile& profile, const Profile& base_profile
   return p;
 }
 
-// A redo's profile: `pairs` more pairs, none discarded.
-Profile redo_profile(Profile profile, int pairs) {
-  profile.repeat.count = pairs;
-  profile.repeat.discard = 0;
+// A later batch's profile (a redo, an extension): `pairs` more pairs, none
+// discarded, their order continuing the `before` pairs measured already.
+Profile later_batch(Profile profile, int pairs, int before) {
+  profile = batch_profile(std::move(profile), pairs);
+  if (profile.paired) profile.paired->order_offset = before;
   return profile;
 }
 
@@ -200,6 +201,11 @@ struct PairedContext {
   std::chrono::steady_clock::time_point started;  // the timed pairs' start, for repeat.budget
 };
 
+// Pairs measured so far, redone ones included: where the next batch's order continues.
+int measured_pairs(const PairedState& s) {
+  return static_cast<int>(s.m.candidate.load.iterations.size());
+}
+
 int kept_pairs(const Profile& profile) {
   return profile.repeat.count - profile.repeat.discard;
 }
@@ -251,8 +257,8 @@ PairedState measure_and_screen(const PairedContext& c, std::vector<std::string>&
   double level = family_confidence(c.plan.confidence, family_bound(c.profile.thresholds));
   s.screening = screen_pairs(s.m, *c.profile.paired, level, [&](int pairs) {
     spdlog::info("paired: measuring {} disturbed pairs again", pairs);
-    return c.measurer.paired(redo_profile(c.profile, pairs), redo_profile(c.base_profile, pairs),
-                             c.stop);
+    return c.measurer.paired(later_batch(c.profile, pairs, measured_pairs(s)),
+                             later_batch(c.base_profile, pairs, measured_pairs(s)), c.stop);
   });
   if (s.m.candidate.aborted) record_aborted(c.gate, c.store, c.profile, s.m.candidate, c.host);
   judge_pairs(c, s, screening_notes);
@@ -275,7 +281,8 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c, 
     int n = plan.next_batch(taken);
     spdlog::info("sequential: still undecided after {} pairs; measuring {} more", taken, n);
     auto more =
-        c.measurer.paired(batch_profile(c.profile, n), batch_profile(c.base_profile, n), c.stop);
+        c.measurer.paired(later_batch(c.profile, n, measured_pairs(s)),
+                          later_batch(c.base_profile, n, measured_pairs(s)), c.stop);
     dropped += drop_disturbed_batch(more, *c.profile.paired);
     append_measurement(s.m.baseline, more.baseline);
     append_measurement(s.m.candidate, more.candidate);

@@ -114,6 +114,10 @@ struct PairedSpec {
   // share its luck (where the scheduler put it, its allocator, its JIT), so
   // they are not independent evidence; launches are.
   int block = 1;
+  // Not a profile key: the pairs a run measured before this batch (a redo, an
+  // extension), so that A B, B A keeps alternating across batches instead of
+  // every batch starting A B.
+  int order_offset = 0;
 };
 
 /// Which cores the load threads and the service run on (`placement` in the
