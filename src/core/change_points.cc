@@ -22,7 +22,8 @@ struct Split {
 // permutation test calls this a thousand times per segment.
 class SplitFinder {
  public:
-  Split best(std::span<const double> z) {
+  /// The best split with at least `min_side` values on either side (2 or more).
+  Split best(std::span<const double> z, size_t min_side = kChangePointMinSegment) {
     size_t n = z.size();
     left_row_.assign(n, 0);
     right_row_.assign(n, 0);
@@ -37,8 +38,8 @@ class SplitFinder {
     double total = within_right_[0];
     Split out;
     double within_left = 0;
-    for (size_t t = 0; t + kChangePointMinSegment <= n; ++t) {
-      if (t >= kChangePointMinSegment) {
+    for (size_t t = 0; t + min_side <= n; ++t) {
+      if (t >= min_side) {
         double m = static_cast<double>(t), r = static_cast<double>(n - t);
         double across = total - within_left - within_right_[t];
         double e = 2 * across / (m * r) - 2 * within_left / (m * (m - 1)) -
@@ -121,6 +122,14 @@ double permutation_p(std::span<const double> z, const Split& split, double rho,
 void segment(std::span<const double> z, size_t offset, double rho, SplitFinder& finder,
              std::vector<ChangePoint>& out) {
   if (z.size() < 2 * kChangePointMinSegment) return;
+  // A step nearer an end than a level is long is no level yet, and the best
+  // split a level away from that end would put it in the wrong place (runs of
+  // the old level on the new side): the rest is searched without those runs.
+  size_t nearest = finder.best(z, 2).tau;
+  if (nearest != 0 && nearest < kChangePointMinSegment)
+    return segment(z.subspan(nearest), offset + nearest, rho, finder, out);
+  if (nearest != 0 && z.size() - nearest < kChangePointMinSegment)
+    return segment(z.subspan(0, nearest), offset, rho, finder, out);
   Split split = finder.best(z);
   if (split.tau == 0 || !(split.q > 0)) return;  // a flat segment has no step
   double p = permutation_p(z, split, rho, finder);
