@@ -278,37 +278,82 @@ std::string step_text(const RunChangePoint& cp) {
   return cp.metric + " " + size + ", p=" + p;
 }
 
-// How many of `runs` (newest first, details loaded) are the current segment:
-// the runs since the newest change point of a gated metric, when it lies among
-// the newest `window` and leaves at least a minimum segment; `runs.size()`
-// otherwise. Says which step it was.
-size_t current_segment(std::vector<RunRecord>& runs, size_t window,
-                       std::vector<std::string>& notes) {
-  if (runs.size() < 2 * kChangePointMinSegment) return runs.size();
+// The runs of `runs` (newest first) that are the baseline's level: `size` of
+// them from `from` on.
+struct Level {
+  size_t from = 0;
+  size_t size = 0;
+};
+
+// How many of `runs` (newest first) stand at or after the run that opened `cp`.
+size_t runs_since(const std::vector<RunRecord>& runs, const RunChangePoint& cp) {
+  auto at = std::find_if(runs.begin(), runs.end(),
+                         [&](const RunRecord& run) { return run.id == cp.run_id; });
+  return static_cast<size_t>(at - runs.begin()) + 1;
+}
+
+std::string change_point_text(const RunChangePoint& cp) {
+  return "change point at run " + std::to_string(cp.run_id) +
+         (cp.commit.empty() ? "" : " (commit " + short_commit(cp.commit) + ")") + ": " +
+         step_text(cp);
+}
+
+// The level before the oldest regressing step `held` (`since` runs at or after
+// it): nobody accepted a run of the new level (an accepted run ends the
+// eligible runs), so it is a regression still, not the normal. Bounded below
+// by the nearest older change point a level away (steps of two metrics a run
+// or two apart are one event).
+Level held_level(const std::vector<RunRecord>& runs, const std::vector<RunChangePoint>& points,
+                 const RunChangePoint& held, size_t since, std::vector<std::string>& notes) {
+  size_t bound = runs.size();
+  for (const auto& cp : points)
+    if (size_t older = runs_since(runs, cp); older >= since + kChangePointMinSegment)
+      bound = std::min(bound, older);
+  notes.push_back(change_point_text(held) + ", a regression nobody accepted: the baseline is the " +
+                  "level before it, " + std::to_string(bound - since) +
+                  " run(s), until `perfgate accept` makes a run since it the new normal");
+  return {since, bound - since};
+}
+
+// The baseline's level among `runs` (newest first, details loaded): the runs
+// before the oldest regressing change point of a gated metric (held_level);
+// else the runs since the newest change point, when it lies among the newest
+// `window` and leaves at least a minimum segment; else all of `runs`. Says
+// which step it was.
+Level current_level(std::vector<RunRecord>& runs, size_t window, std::vector<std::string>& notes) {
+  Level all{0, runs.size()};
+  if (runs.size() < 2 * kChangePointMinSegment) return all;
   std::reverse(runs.begin(), runs.end());  // the search wants them oldest first
   auto points = history_change_points(runs, gated_metrics(runs.back()));
   std::reverse(runs.begin(), runs.end());
-  size_t segment = runs.size();
-  const RunChangePoint* newest = nullptr;
+  const RunChangePoint *held = nullptr, *newest = nullptr;
+  size_t held_since = 0, segment = runs.size();
   for (const auto& cp : points) {
-    auto at = std::find_if(runs.begin(), runs.end(),
-                           [&](const RunRecord& run) { return run.id == cp.run_id; });
-    auto since = static_cast<size_t>(at - runs.begin()) + 1;
+    size_t since = runs_since(runs, cp);
+    if (cp.regressing && since > held_since) {
+      held = &cp;
+      held_since = since;
+    }
     if (since < segment) {
       segment = since;
       newest = &cp;
     }
   }
+  if (held) return held_level(runs, points, *held, held_since, notes);
   size_t needed = std::min(window, kChangePointMinSegment);
-  if (!newest || segment >= std::min(window, runs.size()) || segment < needed) return runs.size();
-  notes.push_back("change point at run " + std::to_string(newest->run_id) +
-                  (newest->commit.empty() ? "" : " (commit " + short_commit(newest->commit) + ")") +
-                  ": " + step_text(*newest) + "; the baseline is the " + std::to_string(segment) +
+  if (!newest || segment >= std::min(window, runs.size()) || segment < needed) return all;
+  notes.push_back(change_point_text(*newest) + "; the baseline is the " + std::to_string(segment) +
                   " run(s) since, not the level before it");
-  return segment;
+  return {0, segment};
 }
 
 }  // namespace
+
+double change_point_min_step_pct(const ThresholdSet& limits, std::string_view metric) {
+  auto it = limits.find(metric);
+  if (it == limits.end()) return kChangePointDefaultStepPct;
+  return it->second.warn_pct.value_or(it->second.fail_pct.value_or(kChangePointDefaultStepPct));
+}
 
 std::vector<std::string> gated_metrics(const RunRecord& run) {
   std::vector<std::string> out;
@@ -344,6 +389,8 @@ std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& 
   std::vector<std::map<std::string, double, std::less<>>> figures;
   for (const auto& run : history) figures.push_back(stored_run_figures(run).summary);
   std::vector<RunChangePoint> out;
+  if (history.empty()) return out;
+  ThresholdSet limits = stored_thresholds(history.back());
   for (const auto& metric : metrics) {
     std::vector<double> values;
     std::vector<size_t> at;  // index in `history` of each value
@@ -352,9 +399,14 @@ std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& 
         values.push_back(it->second);
         at.push_back(i);
       }
-    for (const auto& cp : find_change_points(values)) {
+    double min_step = change_point_min_step_pct(limits, metric) / 100;
+    const MetricDef* def = find_metric(metric);
+    for (const auto& cp : find_change_points(values, min_step)) {
       const RunRecord& run = history[at[cp.index]];
-      out.push_back({metric, run.id, run.ci.commit, at[cp.index], cp.relative_size * 100, cp.p});
+      bool worse =
+          def && (def->better == Better::kHigher ? cp.relative_size < 0 : !(cp.relative_size <= 0));
+      out.push_back(
+          {metric, run.id, run.ci.commit, at[cp.index], cp.relative_size * 100, cp.p, worse});
     }
   }
   std::stable_sort(out.begin(), out.end(),
@@ -412,12 +464,13 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
     runs = same_placement(store, std::move(runs), policy, window, wanted, s);
     if (runs.empty()) return s;
   }
-  // The current segment is searched for among the runs read for the drift
+  // The current level is searched for among the runs read for the drift
   // guard too: what `store prune --policy` keeps, so pruning changes no baseline.
   if (runs.size() >= 2 * kChangePointMinSegment) store.load_details(runs);
-  size_t segment = current_segment(runs, window, s.notes);
-  std::vector<RunRecord> recent(runs.begin(),
-                                runs.begin() + std::min({window, segment, runs.size()}));
+  Level level = current_level(runs, window, s.notes);
+  auto first = runs.begin() + static_cast<std::ptrdiff_t>(level.from);
+  std::vector<RunRecord> recent(first,
+                                first + static_cast<std::ptrdiff_t>(std::min(window, level.size)));
   auto history = measured_history(store, query);
   auto replicates = loaded(store, failed_replicates(history, recent, query));
   if (by_placement)  // the same code measured in the other class is no replicate of this one

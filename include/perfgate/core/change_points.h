@@ -17,12 +17,14 @@ namespace perfgate {
 /// so 0.001 is the smallest p and the threshold below allows 4 exceedances.
 inline constexpr int kChangePointPermutations = 999;
 /// A split is a change point when its permutation p-value is at most this. Each
-/// test of a series without a step then fires with probability 0.5 %, and a
-/// history without a step is split only when its first test fires (see
-/// docs/statistics.md for the false-alarm rate measured on A/A histories).
+/// test of a series of exchangeable values without a step then fires with
+/// probability 0.5 %, and a history without a step is split only when its first
+/// test fires (see docs/statistics.md for the false-alarm rates measured on A/A
+/// histories, independent and autocorrelated).
 inline constexpr double kChangePointMaxP = 0.005;
-/// Neither side of a split may have fewer runs: a level rests on three runs.
-inline constexpr size_t kChangePointMinSegment = 3;
+/// Neither side of a split may have fewer runs: a level rests on five runs,
+/// since a slow day of a few runs is no level (docs/statistics.md).
+inline constexpr size_t kChangePointMinSegment = 5;
 
 /// One step in a series.
 struct ChangePoint {
@@ -43,13 +45,20 @@ struct ChangePoint {
 double e_divisive_statistic(std::span<const double> z, size_t tau);
 
 /// Change points of `values`, oldest first, in index order: the best split of
-/// the series by the E-divisive statistic, kept when a permutation test
-/// (kChangePointPermutations shuffles of the segment, seeded from its length,
-/// so the answer is deterministic) gives p <= kChangePointMaxP, then the same
-/// within each side (binary segmentation), no segment shorter than
-/// kChangePointMinSegment. The statistic is computed on log values when all are
-/// positive (a step is a ratio), on the values otherwise. Throws
+/// the series by the E-divisive statistic, kept when a permutation test gives
+/// p <= kChangePointMaxP, then the same within each side (binary segmentation),
+/// no segment shorter than kChangePointMinSegment. The test allows for runs
+/// correlated with their neighbours: when the residuals around the levels of a
+/// first search (values shuffled) have a lag-1 autocorrelation rho (plus a
+/// margin for its uncertainty) above 0, the search is made again with a test
+/// that shuffles the AR(1) innovations instead (prewhitening; see
+/// change_points.cc and docs/statistics.md). kChangePointPermutations shuffles,
+/// seeded from the segment's length, so the answer is deterministic. Steps
+/// smaller than `min_step` (of |relative_size|: 0.03 for 3 %) are dropped
+/// afterwards and the levels on their two sides merged: a step that matters
+/// to no limit is no level. The statistic is computed on log values when all
+/// are positive (a step is a ratio), on the values otherwise. Throws
 /// std::invalid_argument on a value that is not finite.
-std::vector<ChangePoint> find_change_points(std::span<const double> values);
+std::vector<ChangePoint> find_change_points(std::span<const double> values, double min_step = 0);
 
 }  // namespace perfgate

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "perfgate/core/cost_check.h"
@@ -90,8 +91,12 @@ std::optional<double> stored_shared_cpu_pct(const RunRecord& run);
 /// differently per request (issue 27). When a gated metric of the eligible runs
 /// read (window + drift window) has a change point among the newest
 /// `policy.window`, only the runs since the newest one are the baseline: an
-/// accepted step is not averaged with the old level, and a lull does not define
-/// it. Throws Error when the pinned run does not exist or belongs to another
+/// improvement is not averaged with the old level. A regressing change point
+/// anywhere among them (a step past the warn limit, as change points are) is
+/// no new level until someone accepts a run of it (which ends the eligible
+/// runs there): the baseline is the runs before the oldest such step, so a
+/// regression that only warned does not become the normal by repetition.
+/// Throws Error when the pinned run does not exist or belongs to another
 /// profile or hash.
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy);
@@ -105,7 +110,22 @@ struct RunChangePoint {
   size_t index = 0;     // of that run in the history searched, oldest first
   double size_pct = 0;  // the step, median after / median before - 1, in %; NaN from 0
   double p = 1;         // permutation p-value
+  /// The step is in the metric's worse direction (a step from 0 of a metric
+  /// where lower is better too): such a level becomes the baseline only when
+  /// a person accepts a run of it (select_baseline()).
+  bool regressing = false;
 };
+
+/// The least step a change point of `metric` must make to be reported, in %:
+/// the metric's warn limit in `limits`, its fail limit when it has no warn
+/// limit, kChangePointDefaultStepPct when it has neither (only absolute limits,
+/// or none). A smaller step matters to no relative limit, and noise of the
+/// machine (a slow day) shows as steps of such size.
+double change_point_min_step_pct(const ThresholdSet& limits, std::string_view metric);
+
+/// The least step of a metric without a relative limit: the default warn limit
+/// of throughput, the smallest of the default relative limits.
+inline constexpr double kChangePointDefaultStepPct = 3.0;
 
 /// The metrics a history is searched in: those with limits in `run`'s stored
 /// profile (the gated ones); throughput and p99 when it gates none or no longer parses.
@@ -118,7 +138,8 @@ std::vector<std::string> gated_metrics(const RunRecord& run);
 std::vector<RunRecord> main_history(const std::vector<RunRecord>& runs, const RunRecord& newest);
 
 /// Change points of each of `metrics` over `history` (oldest first, iterations
-/// loaded), in run order. A run without a figure of a metric is skipped for it.
+/// loaded), in run order, each at least change_point_min_step_pct() of the
+/// newest run's stored limits. A run without a figure of a metric is skipped for it.
 std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& history,
                                                   const std::vector<std::string>& metrics);
 
