@@ -55,5 +55,19 @@ TEST(SequentialBudgetTest, AnUndecidedRunCutByTheBudgetSaysSo) {
             "repeat.budget reached after 30 pairs: still undecided (service_cpu_us_per_request)");
 }
 
+// paired.block: a sequential run's batches are whole launches.
+TEST(SequentialBudgetTest, PairedBatchesAreWholeLaunches) {
+  Profile profile;
+  profile.repeat.count = 6;
+  profile.repeat.discard = 0;
+  profile.repeat.max_count = 18;
+  profile.paired = PairedSpec{};
+  EXPECT_EQ(sequential_plan(profile).batch, 2);
+  profile.paired->block = 3;
+  EXPECT_EQ(sequential_plan(profile).batch, 3);
+  profile.paired->block = 2;
+  EXPECT_EQ(sequential_plan(profile).batch, 2);
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -39,5 +39,21 @@ TEST(SequentialProfileTest, MaxCountIsStoredButNotHashed) {
       << longer.redacted_json;
 }
 
+// repeat.budget: a duration, off by default, stored, not hashed.
+TEST(SequentialProfileTest, BudgetIsADurationStoredButNotHashed) {
+  EXPECT_EQ(parse(R"({"count": 6, "discard": 1})").repeat.budget, Nanos(0));
+  auto budgeted = parse(R"({"count": 6, "discard": 1, "max_count": 16, "budget": "80s"})");
+  EXPECT_EQ(budgeted.repeat.budget, std::chrono::seconds(80));
+  EXPECT_EQ(budgeted.hash, parse(R"({"count": 6, "discard": 1})").hash);
+  EXPECT_NE(budgeted.redacted_json.find("\"budget\":\"80s\""), std::string::npos)
+      << budgeted.redacted_json;
+  try {
+    parse(R"({"count": 6, "discard": 1, "budget": "soon"})");
+    ADD_FAILURE() << "accepted a budget that is no duration";
+  } catch (const ProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("repeat.budget"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -123,6 +123,17 @@ TEST(SequentialTest, MeasuresMoreOnlyWhenUndecidedAndAllowed) {
   EXPECT_EQ(stop_reason(decided, false, false, 8, plan, "pairs"), "decided after 8 pairs");
 }
 
+// paired.block 3: batches of whole launches, never a launch split across
+// two batches (issue 39, finding 11).
+TEST(SequentialTest, BlocksExtendByWholeLaunches) {
+  SequentialPlan plan{6, 14, 3};
+  plan.block = 3;
+  EXPECT_EQ(plan.next_batch(6), 3);
+  EXPECT_EQ(plan.next_batch(12), 0);  // 2 pairs left: less than a launch
+  plan.block = 1;
+  EXPECT_EQ(plan.next_batch(12), 2);
+}
+
 TEST(SpendingBoundaryTest, SpendingFunctionsMatchSciPy) {
   // SciPy: 2 - 2 * norm.cdf(norm.ppf(1 - a / 2) / sqrt(t)) and a * log(1 + (e - 1) t), a = 0.025.
   EXPECT_NEAR(spent_alpha(Spending::kOBrienFleming, 0.025, 0.25), 7.366808435937955e-06, 1e-12);

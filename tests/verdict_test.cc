@@ -523,6 +523,17 @@ TEST(VerdictTest, AQuantileOfTooFewResponsesIsNotJudged) {
     EXPECT_EQ(check(judge(now, &base, limits(), {}), "latency_p99_ms").verdict,
               p99 > 10 ? Verdict::kFail : Verdict::kPass);
   }
+  // Paired, the pairs' test stands on a thin tail: its ratios carry the tail's
+  // scatter, and the signed-rank test measures it.
+  auto paired_base = baseline(1000, 10);
+  paired_base.paired = true;
+  for (double p99 : {10.0, 30.0}) {
+    auto now = figures(1000, p99);
+    now.unit_responses.assign(8, 500);
+    const auto& c = check(judge(now, &paired_base, limits(), {}), "latency_p99_ms");
+    EXPECT_EQ(c.test->unit, "pairs");
+    EXPECT_EQ(c.verdict, p99 > 10 ? Verdict::kFail : Verdict::kPass) << c.message;
+  }
   // An absolute limit still holds on a thin tail: 60 ms is past the 50 ms max.
   auto now = figures(1000, 60);
   now.unit_responses.assign(8, 500);

@@ -60,7 +60,11 @@ bool SequentialPlan::can_ever_fail(double confidence_pct) const {
 }
 
 int SequentialPlan::next_batch(int taken) const {
-  return std::max(0, std::min(batch, max_count - taken));
+  int n = std::max(0, std::min(batch, max_count - taken));
+  // Whole launches only: a block's pairs share one launch, and a batch that
+  // ended mid-block would test a launch's pairs as if they were another's.
+  int b = std::max(block, 1);
+  return n - n % b;
 }
 
 bool undecided(const MetricCheck& c) {

@@ -214,7 +214,10 @@ void note_new_levels(BaselineStore& store, const RunRecord& rec, std::vector<std
                     " since run " + std::to_string(cp.run_id) +
                     (cp.commit.empty() ? "" : " (commit " + report::short_id(cp.commit, 7) + ")") +
                     ", p=" + report::fixed(cp.p, 3) +
-                    "; later runs are judged against the runs since it");
+                    (cp.regressing
+                         ? "; a regression: later runs are still judged against the runs before "
+                           "it, until a run of it is accepted (perfgate accept)"
+                         : "; later runs are judged against the runs since it"));
   }
 }
 

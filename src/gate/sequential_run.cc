@@ -16,6 +16,8 @@ SequentialPlan sequential_plan(const Profile& profile) {
     plan.spending = kPairedSpending;
     plan.discard = profile.repeat.discard;
     plan.block = std::max(profile.paired->block, 1);
+    // Batches of whole launches (issue 39, finding 11): 2 pairs, or one block.
+    plan.batch = plan.block > 1 ? plan.block * ((2 + plan.block - 1) / plan.block) : 2;
   }
   return plan;
 }
