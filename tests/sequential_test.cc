@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 
+#include "perfgate/core/spending_boundary.h"
 #include "perfgate/core/statistics.h"
 
 namespace perfgate {
@@ -286,6 +287,64 @@ TEST(SequentialTest, SpendingBoundariesKeepFalseFailsOfOptionalStoppingAtAlpha) 
   EXPECT_LE(pocock, 0.025);
   EXPECT_LE(obf, 0.025);
   EXPECT_GT(pocock, bonferroni);  // the boundary spends what Bonferroni leaves unspent
+}
+
+// P(V <= v) of the signed-rank sum of n pairs, exactly (the test's own copy).
+std::vector<double> rank_sum_cdf(int n) {
+  std::vector<double> ways(static_cast<size_t>(n) * (n + 1) / 2 + 1, 0.0);
+  ways[0] = 1;
+  for (int rank = 1; rank <= n; ++rank)
+    for (size_t s = ways.size() - 1; s >= static_cast<size_t>(rank); --s) ways[s] += ways[s - rank];
+  double cum = 0;
+  for (auto& w : ways) w = (cum += w) / std::ldexp(1.0, n);
+  return ways;
+}
+
+// Issue 39, finding 10: the boundary's own simulation (20,000 sequences) must
+// not decide the false-fail rate by its sampling noise. An independent one,
+// 10 times larger and from another generator, crosses the Pocock boundary of
+// the recipe's plan and of issue 26's at most the alpha it spends.
+TEST(SequentialTest, ThePocockBoundaryCrossesAtMostItsAlphaInAnIndependentSimulation) {
+  for (auto [count, max_count] : {std::pair{6, 16}, std::pair{12, 44}}) {
+    std::vector<int> ns;
+    for (int n = count; n <= max_count; n += 2) ns.push_back(n);
+    const auto& table = signed_rank_boundary(Spending::kPocock, ns, 95);
+    std::vector<std::vector<double>> cdfs;
+    for (int n : ns) cdfs.push_back(rank_sum_cdf(n));
+    std::mt19937_64 rng(20261206);
+    std::uniform_real_distribution<double> uniform(0, 1);
+    const int kRuns = 200'000;
+    int crossed = 0;
+    std::vector<double> mags;
+    std::vector<char> positive;
+    for (int run = 0; run < kRuns; ++run) {
+      mags.clear();
+      positive.clear();
+      long v = 0;
+      for (size_t k = 0; k < ns.size(); ++k) {
+        while (static_cast<int>(mags.size()) < ns[k]) {
+          double x = uniform(rng);
+          bool pos = uniform(rng) < 0.5;
+          long less = 0, pos_greater = 0;
+          for (size_t j = 0; j < mags.size(); ++j)
+            mags[j] < x ? ++less : pos_greater += positive[j];
+          v += pos_greater + (pos ? less + 1 : 0);
+          mags.push_back(x);
+          positive.push_back(pos);
+        }
+        double half = (1 - table[k].confidence_pct / 100) / 2;
+        if (cdfs[k][static_cast<size_t>(v)] <= half) {
+          ++crossed;
+          break;
+        }
+      }
+    }
+    double rate = static_cast<double>(crossed) / kRuns;
+    std::printf("Pocock, %d..%d pairs: crossed %.4f of %d A/A sequences (alpha 0.025)\n", count,
+                max_count, rate, kRuns);
+    EXPECT_LE(rate, 0.025);
+    EXPECT_GE(rate, 0.018);  // and spends most of it
+  }
 }
 
 TEST(SequentialTest, PocockBoundaryPowerAndPairsAgainstBonferroni) {

@@ -39,7 +39,9 @@ struct BoundaryLook {
 /// budget of (1 - confidence_pct / 100) / 2, as a fail is one end of a
 /// two-sided interval. Signed-rank (up to kExactMaxPairs values at the last
 /// look) or its normal limit (above), 20,000 simulated sequences from a fixed
-/// seed. Cached: the same arguments return the same table, bit for bit.
+/// seed, each look allowed the crossings whose rate's upper 95 % bound is
+/// within what it has spent (the first look's law is exact). Cached: the same
+/// arguments return the same table, bit for bit.
 const std::vector<BoundaryLook>& signed_rank_boundary(Spending shape, const std::vector<int>& ns,
                                                       double confidence_pct);
 
