@@ -67,13 +67,28 @@ TEST(CalibrationTest, KaliberaJonesBlockIsTheCostWeightedRatioOfSpreads) {
   EXPECT_EQ(optimal_block(40, 1, {2, 1}, 10), 10);
 }
 
-TEST(CalibrationTest, LaunchesToDetectAreThePowerFormulasCount) {
-  // (z_.975 + z_.8)^2 * 2 * (4%^2 + 4%^2 / 1) / ln(1.05)^2 = 21.102 -> 22.
-  EXPECT_EQ(launches_to_detect(4, 4, 1, 5, 95), 22);
-  // A block of 4 windows takes the window's share down: 2*(16 + 4)/1e4 -> 13.19 -> 14.
-  EXPECT_EQ(launches_to_detect(4, 4, 4, 5, 95), 14);
-  // Never fewer than a signed-rank test needs to reach its level at all.
-  EXPECT_EQ(launches_to_detect(0.1, 0.1, 1, 50, 95), 6);
+// Issue 39, finding 8: the plan is the verdict's own (a fail needs the estimate
+// past F and the interval past W, at the family's level), with the variance of
+// a block's median and of the signed-rank estimate. Values from SciPy:
+//   v = pi/3 * 2 * (0.04**2 + f * 0.02**2 / b)   (f = pi/2 for a block's median)
+//   z = norm.ppf(1 - (1 - 0.9833)/2) + norm.ppf(0.8)
+TEST(CalibrationTest, LaunchesToDetectAreTheVerdictsOwnCount) {
+  // The finding's case: launch 4 %, window 2 %, limits 5 / 8 %, three metrics
+  // (98.33 %). Detect +8 %, the fail limit itself: never with 80 % power.
+  PlanLimits at_fail{5, 8, 8};
+  EXPECT_EQ(launches_to_detect(2, 4, 1, at_fail, 98.333333333), 0);
+  // Detect +10 %: max((z_.8 sd / ln(1.1/1.08))^2, (z sd / ln(1.1/1.05))^2) = 20.26 -> 21
+  // (the formula this replaced planned 6 for +8 % and counted no family split).
+  PlanLimits ten{5, 8, 10};
+  EXPECT_EQ(launches_to_detect(2, 4, 1, ten, 98.333333333), 21);
+  // Deciding between the limits (no --detect): (z sd / ln(1.08/1.05))^2 = 55.26 -> 56,
+  // the finding's "needed 55" for a change at the fail limit.
+  PlanLimits decide{5, 8, 0};
+  EXPECT_EQ(launches_to_detect(2, 4, 1, decide, 98.333333333), 56);
+  // A block of 4 windows: the window's share is its median's, pi/2 x var / 4: 48.55 -> 49.
+  EXPECT_EQ(launches_to_detect(2, 4, 4, decide, 98.333333333), 49);
+  // Never fewer than a signed-rank test needs to reach 98.33 % at all: 2 / 2^7 < 1.67 %.
+  EXPECT_EQ(launches_to_detect(0.1, 0.1, 1, {5, 50, 0}, 98.333333333), 7);
 }
 
 }  // namespace

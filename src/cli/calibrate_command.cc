@@ -31,7 +31,7 @@ struct CalibrateOptions {
   fs::path store_path = kDefaultStorePath;
   fs::path json_path;
   int runs = 5;
-  double detect_pct = 0;  // --detect: the change to plan for; 0: each metric's fail limit
+  double detect_pct = 0;  // --detect: the change to plan a fail of; 0: decide between the limits
   std::string run_cost;   // --run-cost: a launch's cost, default the service's measured start
   bool record = true;
   bool if_needed = false;  // --if-needed: nothing to do when the store's pool has the df
@@ -204,7 +204,8 @@ void register_calibrate_command(CommandSet& commands) {
   cmd->add_option("--branch", opt->ci.branch, "Branch recorded with the runs");
   cmd->add_option("--commit", opt->ci.commit, "Commit recorded with the runs");
   cmd->add_option("--detect", opt->detect_pct,
-                  "The change (%) to plan the paired run for (default: each metric's fail limit)")
+                  "A change (%) past the fail limit the paired run's plan fails with 80% power "
+                  "(default: plan to decide between each metric's warn and fail limits)")
       ->check(CLI::Range(0.1, 1000.0));
   cmd->add_option("--run-cost", opt->run_cost,
                   "What a launch costs (service start and warm-up), e.g. 3s (default: measured)");

@@ -7,6 +7,7 @@
 
 #include "perfgate/core/error.h"
 #include "perfgate/core/statistics.h"
+#include "perfgate/core/verdict.h"
 
 namespace perfgate {
 namespace {
@@ -175,19 +176,60 @@ std::string pad(const std::string& text, size_t width, bool right) {
 
 }  // namespace
 
+namespace {
+
+// The limits a metric's plan decides between: the profile's where it sets
+// them, else the suggested ones.
+PlanLimits plan_limits(const MetricNoise& n, const Profile& profile, const CalibrationAsk& ask) {
+  PlanLimits l{n.suggested_warn_pct, n.suggested_fail_pct, ask.detect_pct};
+  if (auto it = profile.thresholds.find(n.metric); it != profile.thresholds.end() && n.gated) {
+    l.fail_pct = n.current_fail_pct;
+    l.warn_pct = it->second.warn_pct.value_or(0);
+  }
+  return l;
+}
+
+std::string plan_text(const MetricNoise& n) {
+  std::string what = n.detect_pct > 0 ? "fail +" + fixed(n.detect_pct, 0) + "% with 80% power"
+                                      : "decide between its limits (80% power each way)";
+  if (n.launches == 0)
+    return what + ": not at or below the fail limit, which a change fails at most half the time";
+  return what + ": " + std::to_string(n.launches) + " launches of " + std::to_string(n.block) +
+         " (paired.block " + std::to_string(n.block) + ", repeat.count " +
+         std::to_string(n.launches * n.block) + "), about " + fixed(n.seconds, 0) + " s";
+}
+
+}  // namespace
+
 int optimal_block(double window_sd, double launch_sd, const RunCost& cost, int max_block) {
   if (!(launch_sd > 0)) return max_block;
   double b = std::sqrt(cost.launch_s / cost.window_s) * window_sd / launch_sd;
   return std::clamp(static_cast<int>(std::lround(b)), 1, max_block);
 }
 
-int launches_to_detect(double window_sd, double launch_sd, int block, double detect_pct,
-                       double confidence_pct) {
-  double delta = std::log1p(detect_pct / 100);
-  double z = stats::normal_quantile(0.5 + confidence_pct / 200) + stats::normal_quantile(0.8);
-  double var = 2 * (launch_sd * launch_sd + window_sd * window_sd / block) / 1e4;
-  // A signed-rank test needs some pairs to reach its level at all (2 / 2^n).
-  return std::max(6, static_cast<int>(std::ceil(z * z * var / (delta * delta))));
+int launches_to_detect(double window_sd, double launch_sd, int block, const PlanLimits& limits,
+                       double family_confidence_pct) {
+  constexpr double kPi = 3.141592653589793;
+  double median_of_block = block > 1 ? kPi / 2 : 1;
+  double var =
+      kPi / 3 * 2 * (launch_sd * launch_sd + median_of_block * window_sd * window_sd / block) / 1e4;
+  double z_level = stats::normal_quantile(0.5 + family_confidence_pct / 200);
+  double z_power = stats::normal_quantile(0.8);
+  double warn = std::log1p(limits.warn_pct / 100), fail = std::log1p(limits.fail_pct / 100);
+  // n at which `needed` log units hold `z` standard errors.
+  auto pairs = [var](double z, double needed) { return z * z * var / (needed * needed); };
+  double n = 0;
+  if (limits.detect_pct > 0) {
+    // A fail: the estimate past F, and the interval's near end past W.
+    double d = std::log1p(limits.detect_pct / 100);
+    if (d <= fail) return 0;
+    n = std::max(pairs(z_power, d - fail), pairs(z_level + z_power, d - warn));
+  } else {
+    n = pairs(z_level + z_power, fail - warn);
+  }
+  // A signed-rank test needs pairs to reach its level at all: 2 / 2^n <= 1 - level.
+  int least = static_cast<int>(std::ceil(std::log2(2 / (1 - family_confidence_pct / 100))));
+  return std::max({6, least, static_cast<int>(std::ceil(n - 1e-9))});
 }
 
 Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profile,
@@ -198,6 +240,8 @@ Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profil
   c.window = profile.baseline.window;
   c.confidence = profile.baseline.confidence;
   Setting s{c.window, c.confidence / 100, profile.repeat.count - profile.repeat.discard};
+  // Each tested metric is judged at the run's level split over them: so is it planned.
+  double family_level = family_confidence(c.confidence, family_bound(profile.thresholds));
   int kept = 0;
   for (auto defs : {metric_defs(), host_metric_defs()}) {
     for (const auto& def : defs) {
@@ -208,12 +252,10 @@ Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profil
         n->launch_sd_pct = sd_pct(comp->launch_var);
         if (auto day = day_var(n->metric, runs, ask.earlier_days, *comp))
           n->day_sd_pct = sd_pct(*day);
-        n->detect_pct = ask.detect_pct > 0 ? ask.detect_pct
-                        : n->gated         ? n->current_fail_pct
-                                           : n->suggested_fail_pct;
+        n->detect_pct = ask.detect_pct;
         n->block = optimal_block(n->window_sd_pct, n->launch_sd_pct, ask.cost);
         n->launches = launches_to_detect(n->window_sd_pct, n->launch_sd_pct, n->block,
-                                         n->detect_pct, c.confidence);
+                                         plan_limits(*n, profile, ask), family_level);
         n->seconds = 2 * n->launches * (ask.cost.launch_s + n->block * ask.cost.window_s);
       }
       if (n->gated) kept = std::max(kept, iterations_for(*n, s));
@@ -256,18 +298,16 @@ std::string calibration_report(const Calibration& c) {
   out += "suggested repeat.count: " + std::to_string(c.suggested_repeat_count) +
          " (kept iterations enough for the suggested limits)\n";
   out +=
-      "variance components (sd of log figures) and the paired run that detects each change\n"
-      "with 80% power at the least time (Kalibera & Jones; a launch costs " +
+      "variance components (sd of log figures) and the paired run that decides each metric\n"
+      "as the verdict does, at its share of the run's level, in the least time (Kalibera &\n"
+      "Jones; a launch costs " +
       fixed(c.cost.launch_s, 1) + " s, a window " + fixed(c.cost.window_s, 1) + " s):\n";
   for (const auto& n : c.metrics) {
-    if (n.launches == 0) continue;
+    if (n.window_sd_pct == 0 && n.launch_sd_pct == 0) continue;
     out += "  " + n.metric + ": window " + fixed(n.window_sd_pct, 1) + "%, launch " +
            fixed(n.launch_sd_pct, 1) + "%, day " +
-           (n.day_sd_pct ? fixed(*n.day_sd_pct, 1) + "%" : std::string("- (one day)")) +
-           "; detect " + fixed(n.detect_pct, 0) + "%: " + std::to_string(n.launches) +
-           " launches of " + std::to_string(n.block) + " (paired.block " + std::to_string(n.block) +
-           ", repeat.count " + std::to_string(n.launches * n.block) + "), about " +
-           fixed(n.seconds, 0) + " s\n";
+           (n.day_sd_pct ? fixed(*n.day_sd_pct, 1) + "%" : std::string("- (one day)")) + "; " +
+           plan_text(n) + "\n";
   }
   return out;
 }

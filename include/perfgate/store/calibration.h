@@ -53,11 +53,26 @@ struct RunCost {
 /// not differ.
 int optimal_block(double window_sd, double launch_sd, const RunCost& cost, int max_block = 20);
 
-/// Launch pairs of `block` windows a paired run needs to detect `detect_pct`
-/// (a ratio) with 80 % power at two-sided `confidence_pct`: each pair's log
-/// ratio has variance 2 (launch var + window var / block).
-int launches_to_detect(double window_sd, double launch_sd, int block, double detect_pct,
-                       double confidence_pct);
+/// The limits a paired run's plan decides between, in %: a change of
+/// `detect_pct` is failed with 80 % power; 0 plans the verdict's own "count
+/// that would decide": the interval at 80 % power fitting between `warn_pct`
+/// and `fail_pct`, so that a change at the warn limit passes and one at the
+/// fail limit fails, each with 80 % power.
+struct PlanLimits {
+  double warn_pct = 0;
+  double fail_pct = 0;
+  double detect_pct = 0;
+};
+
+/// Launch pairs of `block` windows a paired run needs to decide as the verdict
+/// does (docs/statistics.md, "Inconclusive"), at the two-sided
+/// `family_confidence_pct` each tested metric is judged at. A pair's log ratio
+/// has variance 2 (launch var + window var / block), the window's share times
+/// pi/2 for a block's median; the signed-rank estimate's variance is pi/3 of
+/// the mean's. 0 when `detect_pct` is not past the fail limit: a change at the
+/// fail limit itself fails at most half the time, by the rule.
+int launches_to_detect(double window_sd, double launch_sd, int block, const PlanLimits& limits,
+                       double family_confidence_pct);
 
 struct Calibration {
   int runs = 0;
