@@ -239,27 +239,53 @@ std::string reviewer(const EnvLookup& env) {
 
 struct ReviewOptions {
   fs::path store_path = kDefaultStorePath;
-  int64_t run_id = 0;
+  std::string run;  // a run id, or "latest" (accept only)
+  std::string branch, profile;
   std::string reason;
 };
 
+// Why a run cannot be accepted, or "": only a run that measured the service
+// can be its new normal.
+std::string not_acceptable(const RunRecord& run) {
+  if (run.status != "complete") return "is " + run.status;
+  if (run.kind != "gate") return "is a " + run.kind + " run";
+  if (run.saturation.saturated) return "was saturated: its figures say nothing about the service";
+  return "";
+}
+
+// `accept latest`: the newest run (of --branch, --profile) that can be
+// accepted, skipping newer ones that cannot (a saturated run, a paired one).
+int64_t latest_acceptable(BaselineStore& store, const ReviewOptions& opt) {
+  int64_t found = 0;
+  int skipped = 0;
+  store.each_run(opt.profile, opt.branch, 0, [&](RunRecord&& run) {
+    if (found) return;
+    if (not_acceptable(run).empty())
+      found = run.id;
+    else
+      ++skipped;
+  });
+  std::string of = opt.branch.empty() ? "" : " of branch " + printable(opt.branch);
+  if (!found)
+    throw Error("accept latest: no run" + of + " can be accepted (" + std::to_string(skipped) +
+                " stored, none a complete, unsaturated gate run)");
+  if (skipped)
+    std::cout << "accept latest: " << skipped << " newer run" << (skipped == 1 ? "" : "s") << of
+              << " cannot be accepted (saturated, paired, or incomplete); taking run " << found
+              << "\n";
+  return found;
+}
+
 int review(const ReviewOptions& opt, const std::string& state, const EnvLookup& env) {
   auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
-  auto run = store.run(opt.run_id);
-  std::string name = "run " + std::to_string(opt.run_id);
+  int64_t id = opt.run == "latest" ? latest_acceptable(store, opt) : std::stoll(opt.run);
+  auto run = store.run(id);
+  std::string name = "run " + std::to_string(id);
   if (!run) throw Error(opt.store_path.string() + ": no " + name);
-  if (state == "accepted") {
-    // Only a run that measured the service can be its new normal.
-    if (run->status != "complete")
-      throw Error(name + " is " + run->status + "; it cannot be accepted");
-    if (run->kind != "gate")
-      throw Error(name + " is a " + run->kind + " run; it cannot be accepted");
-    if (run->saturation.saturated)
-      throw Error(name + " was saturated: its figures say nothing about the service; it cannot " +
-                  "be accepted");
-  }
-  store.set_review(opt.run_id, {state, opt.reason, reviewer(env),
-                                utc_timestamp(std::chrono::system_clock::now())});
+  if (auto why = not_acceptable(*run); state == "accepted" && !why.empty())
+    throw Error(name + " " + why + "; it cannot be accepted");
+  store.set_review(
+      id, {state, opt.reason, reviewer(env), utc_timestamp(std::chrono::system_clock::now())});
   std::cout << name << " (profile " << printable(run->profile_name) << ", branch "
             << printable(run->ci.branch) << ", commit "
             << printable(report::short_id(run->ci.commit, 7)) << ") " << state
@@ -321,10 +347,27 @@ void register_review(CommandSet& commands, const std::string& name, const std::s
                      const std::string& help) {
   auto opt = std::make_shared<ReviewOptions>();
   auto* cmd = commands.app().add_subcommand(name, help);
-  cmd->add_option("run", opt->run_id, "Run id (see perfgate history)")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  bool accept = state == "accepted";
+  auto* run = cmd->add_option("run", opt->run,
+                              accept ? "Run id (see perfgate history), or latest: the newest run "
+                                       "that can be accepted (of --branch, --profile)"
+                                     : "Run id (see perfgate history)")
+                  ->required();
+  run->check(
+      [accept](const std::string& value) -> std::string {
+        if (accept && value == "latest") return "";
+        bool digits = !value.empty() && value.size() <= 18 &&
+                      value.find_first_not_of("0123456789") == std::string::npos;
+        if (digits && std::stoll(value) > 0) return "";
+        return accept ? "must be a run id (a positive number) or latest"
+                      : "must be a run id (a positive number)";
+      },
+      "RUN");
   cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
+  if (accept) {
+    cmd->add_option("--branch", opt->branch, "latest: only runs of this branch");
+    cmd->add_option("--profile", opt->profile, "latest: only runs of this profile");
+  }
   auto* reason = cmd->add_option("--reason", opt->reason, "Why, for the record");
   if (state == "accepted") reason->required();
   commands.add(cmd, [opt, state](const CommandContext& ctx) {

@@ -121,6 +121,35 @@ TEST_F(HistoryCliTest, AcceptedRegressionBecomesTheBaseline) {
   EXPECT_EQ(result["baseline"]["run_ids"], nlohmann::json::array({2}));
 }
 
+// `accept latest` (the CI recipes' accept=latest, issue 42, item 15): the
+// newest run of the branch that can be accepted, not a newer saturated one.
+TEST_F(HistoryCliTest, AcceptLatestTakesTheNewestRunThatCanBeAccepted) {
+  DemoServerProcess steady(kSteady);
+  ASSERT_EQ(run(steady.port()).exit_code, 0);
+  // The same profile (saturation is not in its hash), judged saturated: any CPU is too much.
+  std::string busy = kProfile;
+  busy.replace(busy.find(R"("foreign_cpu": "100%")"), 21, R"("foreign_cpu": "0%")");
+  busy.replace(busy.find(R"("steal": "100%")"), 15, R"("host_cpu": "0%")");
+  testing::write_file(profile_, busy);
+  auto saturated = run(steady.port());
+  ASSERT_EQ(saturated.exit_code, 2) << saturated.out << saturated.err;
+  ASSERT_TRUE(history_json()[0]["saturation"]["saturated"].get<bool>()) << history_json()[0];
+  EXPECT_EQ(perfgate({"accept", "2", "--reason", "x"}).exit_code, 3);  // saturated: refused
+  auto latest = perfgate({"accept", "latest", "--branch", "main", "--reason", "the new cache"});
+  ASSERT_EQ(latest.exit_code, 0) << latest.out << latest.err;
+  EXPECT_NE(latest.out.find("1 newer run of branch main cannot be accepted"), std::string::npos)
+      << latest.out;
+  EXPECT_NE(latest.out.find("run 1 (profile history-test, branch main"), std::string::npos)
+      << latest.out;
+  EXPECT_EQ(history_json()[1]["review"]["state"], "accepted");
+  auto none = perfgate({"accept", "latest", "--branch", "release", "--reason", "x"});
+  EXPECT_EQ(none.exit_code, 3);
+  EXPECT_NE(none.err.find("accept latest: no run of branch release can be accepted"),
+            std::string::npos)
+      << none.err;
+  EXPECT_EQ(perfgate({"reject", "latest"}).exit_code, 3);  // accept's word only
+}
+
 TEST_F(HistoryCliTest, RejectedRunIsNeverABaseline) {
   DemoServerProcess steady(kSteady);
   ASSERT_EQ(run(steady.port()).exit_code, 0);
