@@ -114,17 +114,24 @@ constexpr const char* kPairedProfile = R"({
   "thresholds": { "throughput": { "warn": "3%", "fail": "5%" } }
 })";
 
-TEST(SequentialPairedCliTest, LooksJudgeAtTheBoundaryAndTheJsonSaysWhichStopped) {
-  TempDir dir;
-  auto profile = dir / "paired.json", store = dir / "perfgate.db", json = dir / "result.json";
-  testing::write_file(profile, kPairedProfile);
+// An A/A paired run of `profile_text` against two demo servers of one build.
+CommandResult run_paired_aa(const std::string& profile_text, const TempDir& dir) {
+  auto profile = dir / "paired.json";
+  testing::write_file(profile, profile_text);
   DemoServerProcess cand{{"--delay", "2ms", "--delay-every", "1"}};
   DemoServerProcess base{{"--delay", "2ms", "--delay-every", "1"}};
   std::map<std::string, std::string> env{{"CAND_PORT", std::to_string(cand.port())},
                                          {"BASE_PORT", std::to_string(base.port())}};
-  auto r = testing::run_command({testing::perfgate_binary(), "run", profile.string(), "--store",
-                                 store.string(), "--json", json.string()},
-                                env);
+  return testing::run_command(
+      {testing::perfgate_binary(), "run", profile.string(), "--store",
+       (dir / "perfgate.db").string(), "--json", (dir / "result.json").string()},
+      env);
+}
+
+TEST(SequentialPairedCliTest, LooksJudgeAtTheBoundaryAndTheJsonSaysWhichStopped) {
+  TempDir dir;
+  auto store = dir / "perfgate.db", json = dir / "result.json";
+  auto r = run_paired_aa(kPairedProfile, dir);
   ASSERT_NE(r.exit_code, 3) << r.out << r.err;
   auto ran = nlohmann::json::parse(testing::read_file(json));
   const auto& seq = ran["sequential"];
@@ -163,19 +170,12 @@ TEST(SequentialPairedCliTest, LooksJudgeAtTheBoundaryAndTheJsonSaysWhichStopped)
 // there (or earlier, decided), and `compare` judges it again at the same level.
 TEST(SequentialPairedCliTest, ATimeBudgetEndsTheRunAndCompareAgrees) {
   TempDir dir;
-  auto profile = dir / "paired.json", store = dir / "perfgate.db", json = dir / "result.json";
+  auto store = dir / "perfgate.db", json = dir / "result.json";
   std::string text = kPairedProfile;
   auto at = text.find(R"("max_count": 12 })");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 17, R"("max_count": 400, "budget": "4s" })");
-  testing::write_file(profile, text);
-  DemoServerProcess cand{{"--delay", "2ms", "--delay-every", "1"}};
-  DemoServerProcess base{{"--delay", "2ms", "--delay-every", "1"}};
-  std::map<std::string, std::string> env{{"CAND_PORT", std::to_string(cand.port())},
-                                         {"BASE_PORT", std::to_string(base.port())}};
-  auto r = testing::run_command({testing::perfgate_binary(), "run", profile.string(), "--store",
-                                 store.string(), "--json", json.string()},
-                                env);
+  auto r = run_paired_aa(text, dir);
   ASSERT_NE(r.exit_code, 3) << r.out << r.err;
   auto ran = nlohmann::json::parse(testing::read_file(json));
   const auto& seq = ran["sequential"];
