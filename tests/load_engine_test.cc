@@ -6,8 +6,8 @@
 #include <limits>
 #include <memory>
 #include <new>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "perfgate/core/error.h"
@@ -223,7 +223,6 @@ TEST(LoadEngine, HugeWeightsShareTheMixInsteadOfOverflowing) {
   endless.weight = std::numeric_limits<double>::infinity();
   EXPECT_THROW(WeightedRoundRobin({a, endless}), Error);
 }
-
 
 // A load thread as the engines' workers are, reduced to what run_load_threads
 // looks at: it closes the warm-up, then either runs until told to stop or runs

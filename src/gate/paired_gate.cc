@@ -280,9 +280,8 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c, 
   while (step.more) {
     int n = plan.next_batch(taken);
     spdlog::info("sequential: still undecided after {} pairs; measuring {} more", taken, n);
-    auto more =
-        c.measurer.paired(later_batch(c.profile, n, measured_pairs(s)),
-                          later_batch(c.base_profile, n, measured_pairs(s)), c.stop);
+    auto more = c.measurer.paired(later_batch(c.profile, n, measured_pairs(s)),
+                                  later_batch(c.base_profile, n, measured_pairs(s)), c.stop);
     dropped += drop_disturbed_batch(more, *c.profile.paired);
     append_measurement(s.m.baseline, more.baseline);
     append_measurement(s.m.candidate, more.candidate);
