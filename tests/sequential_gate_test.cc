@@ -100,6 +100,22 @@ class SequentialGateTest : public ::testing::Test {
   std::atomic<bool> stop_{false};
 };
 
+// repeat.budget in stored mode: a budget already spent measures nothing more,
+// and the run says it was the budget, not max_count, that ended it.
+TEST_F(SequentialGateTest, ASpentBudgetEndsAnUndecidedStoredRun) {
+  seed();
+  std::string budgeted = kStored;
+  budgeted.replace(budgeted.find(R"("max_count": 16 })"), 17,
+                   R"("max_count": 16, "budget": "1ns" })");
+  use(budgeted.c_str());
+  EXPECT_EQ(gate(windows({1000, 900, 1001, 901, 1002, 902}), windows({1003, 903})),
+            ExitStatus::kWarn);
+  EXPECT_EQ(*fake_.loads, 1);
+  EXPECT_EQ(result()["sequential"]["taken"], 6);
+  EXPECT_EQ(stopped(),
+            "repeat.budget reached after 6 iterations: still undecided (throughput_rps)");
+}
+
 TEST_F(SequentialGateTest, AClearLossStopsAtCount) {
   seed();
   EXPECT_EQ(gate(windows({700, 701, 702, 703, 704, 705}), windows({700, 701})), ExitStatus::kFail);
