@@ -530,7 +530,8 @@ TEST(VerdictTest, AQuantileOfTooFewResponsesIsNotJudged) {
   for (double p99 : {10.0, 30.0}) {
     auto now = figures(1000, p99);
     now.unit_responses.assign(8, 500);
-    const auto& c = check(judge(now, &paired_base, limits(), {}), "latency_p99_ms");
+    auto pj = judge(now, &paired_base, limits(), {});
+    const auto& c = check(pj, "latency_p99_ms");
     EXPECT_EQ(c.test->unit, "pairs");
     EXPECT_EQ(c.verdict, p99 > 10 ? Verdict::kFail : Verdict::kPass) << c.message;
   }
