@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "perfgate/core/change_points.h"
 #include "perfgate/core/error.h"
@@ -99,6 +100,21 @@ std::string code_of(const RunRecord& run) {
   return run.ci.commit.empty() ? "branch " + run.ci.branch : "commit " + run.ci.commit;
 }
 
+// The UTC day a run was made on: runs of one job share it, and its luck.
+std::string day_of(const RunRecord& run) {
+  return run.created_at.substr(0, 10);
+}
+
+// The measured history without the runs of `baseline`: a window run in the pool
+// too would count its variance twice, once in the window's own spread.
+std::vector<RunRecord> outside(std::vector<RunRecord> history, const Baseline& baseline) {
+  std::erase_if(history, [&](const RunRecord& run) {
+    return std::find(baseline.run_ids.begin(), baseline.run_ids.end(), run.id) !=
+           baseline.run_ids.end();
+  });
+  return history;
+}
+
 // A failed run of the baseline branch whose commit is also a window run's ran
 // the window's code: its failure was the machine's (a placement, a neighbour),
 // so it joins the window rather than leaving the window with only the lucky runs.
@@ -136,20 +152,28 @@ class SelectionTimer {
 }  // namespace
 
 std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunRecord>& history) {
-  // code -> metric -> the figure of each of its runs
-  std::map<std::string, std::map<std::string, std::vector<double>, std::less<>>> by_code;
+  // (day, code) -> metric -> the figure of each of its runs: a group is one
+  // job's runs of one code (a calibration, a commit's re-runs), and its day.
+  std::map<std::pair<std::string, std::string>,
+           std::map<std::string, std::vector<double>, std::less<>>>
+      by_group;
   for (const auto& run : history) {
     auto figures = stored_run_figures(run);
     for (const auto& [key, value] : figures.summary)
-      if (!figures.values.at(key).empty()) by_code[code_of(run)][key].push_back(value);
+      if (!figures.values.at(key).empty())
+        by_group[{day_of(run), code_of(run)}][key].push_back(value);
   }
   std::map<std::string, std::vector<std::vector<double>>, std::less<>> groups;
-  for (auto& [code, metrics] : by_code)
-    for (auto& [key, figures] : metrics) groups[key].push_back(std::move(figures));
+  std::map<std::string, std::vector<std::string>, std::less<>> days;
+  for (auto& [group, metrics] : by_group)
+    for (auto& [key, figures] : metrics) {
+      groups[key].push_back(std::move(figures));
+      days[key].push_back(group.first);
+    }
   std::map<std::string, RunNoise, std::less<>> out;
   for (const auto& [key, list] : groups) {
-    auto noise = pooled_run_noise(list);
-    if (noise.df > 0) out[key] = noise;
+    auto noise = pooled_run_noise(list, days.at(key));
+    if (noise.within_df > 0) out[key] = noise;
   }
   return out;
 }
@@ -445,6 +469,8 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   BaselineSelection s;
   if (policy.pinned_run) {
     s.baseline = pinned_baseline(store, query, *policy.pinned_run, s.notes);
+    s.baseline->sample.run_noise =
+        pooled_noise(loaded(store, outside(measured_history(store, query), *s.baseline)));
     return s;
   }
   auto window = static_cast<size_t>(std::max(policy.window, 1));
@@ -487,7 +513,7 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   std::sort(recent.begin(), recent.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
   s.baseline = pool_runs(recent);
   if (static_cast<int>(recent.size()) < kPooledNoiseBelowRuns)
-    s.baseline->sample.run_noise = pooled_noise(loaded(store, history));
+    s.baseline->sample.run_noise = pooled_noise(loaded(store, outside(history, *s.baseline)));
   // The drift reference must not overlap the baseline: with a short history it is
   // the oldest window that does not, and none until there are two windows' worth.
   if (drift_back > 0 && runs.size() >= 2 * window) {
