@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,6 +247,25 @@ std::string http_get(uint16_t port, const std::string& path) {
   close(fd);
   auto body = response.find("\r\n\r\n");
   return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+void spread_over_days(const std::filesystem::path& store, const std::vector<std::string>& commits) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(store.c_str(), &db) != SQLITE_OK)
+    throw std::runtime_error("cannot open " + store.string());
+  for (size_t i = 0; i < commits.size(); ++i) {
+    std::string day = std::to_string(i + 1);
+    std::string sql = "UPDATE runs SET created_at = '2020-01-" + std::string(i < 9 ? "0" : "") +
+                      day + "T12:00:00Z' WHERE commit_sha = '" + commits[i] + "'";
+    char* error = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      std::string why = error ? error : "?";
+      sqlite3_free(error);
+      sqlite3_close(db);
+      throw std::runtime_error(store.string() + ": " + why);
+    }
+  }
+  sqlite3_close(db);
 }
 
 }  // namespace perfgate::testing

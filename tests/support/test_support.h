@@ -44,6 +44,12 @@ CommandResult run_command(const std::vector<std::string>& argv,
 /// cannot pass everything); exit 0 when valid, one line per problem on stdout.
 CommandResult validate_result_json(const std::filesystem::path& document);
 
+/// Moves the stored runs of each of `commits` (in the store at `store`) to a UTC
+/// day of its own, 2020-01-01 on, as if each commit's runs had been one
+/// calibration on its own day: a noise pool of as many days, which a baseline of
+/// one or two runs needs to be judged at all (docs/statistics.md, "A young store").
+void spread_over_days(const std::filesystem::path& store, const std::vector<std::string>& commits);
+
 /// The real perfgate binary under test.
 std::string perfgate_binary();
 std::filesystem::path source_dir();
