@@ -105,14 +105,25 @@ std::string day_of(const RunRecord& run) {
   return run.created_at.substr(0, 10);
 }
 
-// The measured history without the runs of `baseline`: a window run in the pool
-// too would count its variance twice, once in the window's own spread.
-std::vector<RunRecord> outside(std::vector<RunRecord> history, const Baseline& baseline) {
+// The noise pool `baseline` is judged with: the measured history less the
+// baseline's own runs, which in the pool too would count their variance twice,
+// once there and once in the window's own spread.
+std::map<std::string, RunNoise, std::less<>> pool_beside(BaselineStore& store,
+                                                         std::vector<RunRecord> history,
+                                                         const Baseline& baseline) {
   std::erase_if(history, [&](const RunRecord& run) {
     return std::find(baseline.run_ids.begin(), baseline.run_ids.end(), run.id) !=
            baseline.run_ids.end();
   });
-  return history;
+  return pooled_noise(loaded(store, history));
+}
+
+// --baseline-run: that run alone, judged with the pool of the others.
+BaselineSelection pinned_selection(BaselineStore& store, const BaselineQuery& query, int64_t id) {
+  BaselineSelection s;
+  s.baseline = pinned_baseline(store, query, id, s.notes);
+  s.baseline->sample.run_noise = pool_beside(store, measured_history(store, query), *s.baseline);
+  return s;
 }
 
 // A failed run of the baseline branch whose commit is also a window run's ran
@@ -466,13 +477,8 @@ std::vector<RunChangePoint> confirmed_change_points(BaselineStore& store, const 
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy) {
   SelectionTimer timer;
+  if (policy.pinned_run) return pinned_selection(store, query, *policy.pinned_run);
   BaselineSelection s;
-  if (policy.pinned_run) {
-    s.baseline = pinned_baseline(store, query, *policy.pinned_run, s.notes);
-    s.baseline->sample.run_noise =
-        pooled_noise(loaded(store, outside(measured_history(store, query), *s.baseline)));
-    return s;
-  }
   auto window = static_cast<size_t>(std::max(policy.window, 1));
   auto drift_back = static_cast<size_t>(std::max(policy.drift_window, 0));
   // Headers first: only the runs pooled below need their iterations read.
@@ -513,7 +519,7 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   std::sort(recent.begin(), recent.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
   s.baseline = pool_runs(recent);
   if (static_cast<int>(recent.size()) < kPooledNoiseBelowRuns)
-    s.baseline->sample.run_noise = pooled_noise(loaded(store, outside(history, *s.baseline)));
+    s.baseline->sample.run_noise = pool_beside(store, history, *s.baseline);
   // The drift reference must not overlap the baseline: with a short history it is
   // the oldest window that does not, and none until there are two windows' worth.
   if (drift_back > 0 && runs.size() >= 2 * window) {
