@@ -106,8 +106,18 @@ unsaved() {
   if ls "$cache" | grep -q -- "-$run_id-1\$"; then fail "$1: saved a store: $(ls "$cache" | grep -- "-$run_id-1\$")"; fi
 }
 
+# aged: the calibrations in the store the last event saved under main move a
+# day back, as if the pipelines so far had run on the days before (the noise
+# pool counts days: docs/statistics.md, "A young store").
+aged() {
+  sqlite3 "$cache/$key-main-$run_id-1/file" "UPDATE runs SET created_at = \
+    strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '-1 day') WHERE kind = 'calibration'"
+}
+
 # The first run on main calibrates the empty store (A/A runs of its commit: the
-# noise pool, never a baseline); the next finds the pool filled and skips it.
+# noise pool, never a baseline), once a day until the pool holds three days; a
+# second pipeline on the same day skips it. Until then main's later runs are
+# inconclusive (a baseline of one run, a pool of fewer days) and no baselines.
 event push-default 2ms
 expect push-default outputs '^exit-code=0$'
 expect push-default annotations 'no baseline yet'
@@ -115,13 +125,20 @@ expect push-default log '^calibration: 5 A/A runs'
 saved push-default main
 
 event push-default-again 2ms
-expect push-default-again outputs '^exit-code=[02]$'
+expect push-default-again outputs '^exit-code=2$'
 expect push-default-again log "^cache restore: $key-main-1-1 "
-expect push-default-again log '^calibrate: nothing to do, the store already knows'
+expect push-default-again log '^calibrate: nothing to do today'
 if grep -q '^calibration: ' "$work/out/push-default-again/log"; then
-  fail "push-default-again: calibrated a store whose pool was filled"
+  fail "push-default-again: calibrated twice in one day"
 fi
 saved push-default-again main
+for day in 2 3; do
+  aged
+  event push-default-day$day 2ms
+  expect push-default-day$day outputs '^exit-code=[02]$'
+  expect push-default-day$day log '^calibration: 5 A/A runs'
+  saved push-default-day$day main
+done
 
 # Another branch, then a merge queue: judged against the default branch's store,
 # never saved (they would otherwise start stores of their own, or main's).

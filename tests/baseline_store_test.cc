@@ -14,6 +14,7 @@
 
 #include "perfgate/core/error.h"
 #include "perfgate/store/baseline.h"
+#include "perfgate/store/store_maintenance.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -290,10 +291,14 @@ TEST(BaselineStore, NewestBaselinePicksNewestEligibleMatch) {
   query.host_key.clear();  // any host: the newest eligible anywhere
   EXPECT_EQ(*newest_baseline(store, query), on_other_host);
 
+  // A warned run (a change inside the warn band, or undecided) is no baseline
+  // until accepted (issue 39).
   auto warned = make_run();
   warned.verdict = Verdict::kWarn;
   int64_t newest = store.record(warned);
   query.host_key = base.host.key();
+  EXPECT_EQ(*newest_baseline(store, query), first);
+  store.set_review(newest, {"accepted", "the new level is intended", "ci", "2026-01-01T00:00:00Z"});
   EXPECT_EQ(*newest_baseline(store, query), newest);
 }
 
@@ -473,15 +478,18 @@ TEST(BaselineStore, TwoHandlesSeeEachOthersRuns) {
   EXPECT_EQ(reader.run_count(), 1);
 }
 
-TEST(BaselineStoreEligibility, OnlyCompleteUnsaturatedPassOrWarn) {
+TEST(BaselineStoreEligibility, OnlyCompleteUnsaturatedPassOrAccepted) {
   RunRecord run;
   EXPECT_TRUE(run.eligible_as_baseline());
-  run.verdict = Verdict::kWarn;
-  EXPECT_TRUE(run.eligible_as_baseline());
-  for (auto bad : {Verdict::kFail, Verdict::kError}) {
+  // Issue 39: a warn (inconclusive too) is no new normal unless someone says so.
+  for (auto bad : {Verdict::kWarn, Verdict::kFail, Verdict::kError}) {
     run.verdict = bad;
     EXPECT_FALSE(run.eligible_as_baseline());
   }
+  run.verdict = Verdict::kWarn;
+  run.review.state = "accepted";
+  EXPECT_TRUE(run.eligible_as_baseline());
+  run.review.state.clear();
   run.verdict = Verdict::kPass;
   run.saturation.saturated = true;
   EXPECT_FALSE(run.eligible_as_baseline());
@@ -557,6 +565,31 @@ TEST(BaselineStore, MigratesAVersion1StoreKeepingItsRuns) {
   auto run = make_run();
   run.host_samples_json = R"({"cpu":[1,2]})";
   EXPECT_EQ(store.run(store.record(run))->host_samples_json, run.host_samples_json);
+}
+
+// Schema 7: a warned run stored before is no baseline either, unless accepted.
+TEST(BaselineStore, MigratingToVersion7TakesWarnedRunsOutOfTheBaselines) {
+  TempDir dir;
+  auto path = dir / "perfgate.db";
+  int64_t passed = 0, warned = 0, accepted = 0;
+  {
+    auto store = BaselineStore::open(path);
+    passed = store.record(make_run());
+    auto warn = make_run();
+    warn.verdict = Verdict::kWarn;
+    warned = store.record(warn);
+    warn.review = {"accepted", "intended", "ci", "2026-01-01T00:00:00Z"};
+    accepted = store.record(warn);
+  }
+  // As schema 6 kept them: every warned run eligible.
+  sqlite_exec(path, "UPDATE runs SET eligible = 1; PRAGMA user_version = 6");
+  auto store = BaselineStore::open(path);
+  EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);
+  EXPECT_EQ(sqlite_text(path, "SELECT group_concat(id) FROM runs WHERE eligible = 1"),
+            std::to_string(passed) + "," + std::to_string(accepted));
+  EXPECT_NE(warned, 0);
+  for (const auto& problem : check_store(store))  // (make_run's histograms are synthetic)
+    EXPECT_EQ(problem.find("eligible flag"), std::string::npos) << problem;
 }
 
 TEST(BaselineStore, ReadOnlyVersion1StoreAsksForWriteAccess) {

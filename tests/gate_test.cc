@@ -75,6 +75,20 @@ class GateTest : public ::testing::Test {
     return BaselineStore::open(options_.store_path, BaselineStore::Mode::kReadOnly).run_count();
   }
 
+  // Nine A/A runs of three commits on another branch, moved to three days: a
+  // noise pool, without which a baseline of one run judges nothing (issue 39).
+  // They are runs 1 to 9.
+  void seed_pool() {
+    auto ci = options_.ci;
+    for (int day = 0; day < 3; ++day)
+      for (uint64_t rps : {990, 1000, 1010}) {
+        options_.ci = {"pool" + std::to_string(day), "pool", "pool"};
+        gate(testing::steady(5, rps + static_cast<uint64_t>(day), 10ms));
+      }
+    options_.ci = ci;
+    testing::spread_over_days(options_.store_path, {"pool0", "pool1", "pool2"});
+  }
+
   TempDir dir_;
   RunOptions options_;
   std::string console_;  // the last gate's console report
@@ -92,22 +106,44 @@ TEST_F(GateTest, FirstRunPassesAndBecomesTheBaseline) {
 }
 
 TEST_F(GateTest, UnchangedRunPasses) {
+  seed_pool();
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
   options_.json_path = dir_ / "result.json";
   EXPECT_EQ(gate(kBaseline), ExitStatus::kPass);
   EXPECT_EQ(result_json()["verdict"], "pass");
-  EXPECT_EQ(result_json()["run_id"], 2);
+  EXPECT_EQ(result_json()["run_id"], 11);
 }
 
 TEST_F(GateTest, HalvedThroughputFails) {
+  seed_pool();
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
   EXPECT_EQ(gate(testing::steady(5, 300, 10ms)), ExitStatus::kFail);
-  EXPECT_EQ(stored_runs(), 2);
+  EXPECT_EQ(stored_runs(), 11);
 }
 
 TEST_F(GateTest, SmallThroughputDropWarns) {
+  seed_pool();
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  options_.json_path = dir_ / "result.json";
   EXPECT_EQ(gate(testing::steady(5, 800, 10ms)), ExitStatus::kWarn);
+  EXPECT_FALSE(result_json()["metrics"]["throughput_rps"]["inconclusive"].get<bool>());
+}
+
+// Issue 39, finding 6: a baseline of one run and no noise pool. The windows of
+// one launch are no evidence of how far whole runs scatter: neither a pass nor
+// a fail, whatever the change, and the warned run is no baseline after it.
+TEST_F(GateTest, ABaselineOfOneRunWithoutAPoolDecidesNothing) {
+  ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
+  options_.json_path = dir_ / "result.json";
+  for (uint64_t rps : {1000, 300}) {
+    EXPECT_EQ(gate(testing::steady(5, rps, 10ms)), ExitStatus::kWarn);
+    auto throughput = result_json()["metrics"]["throughput_rps"];
+    EXPECT_TRUE(throughput["inconclusive"].get<bool>());
+    EXPECT_NE(throughput["message"].get<std::string>().find("`perfgate calibrate` on 3 days"),
+              std::string::npos)
+        << throughput.dump();
+    EXPECT_EQ(result_json()["baseline"]["run_ids"], nlohmann::json::array({1}));
+  }
 }
 
 TEST_F(GateTest, ErrorRateAboveItsLimitFails) {
@@ -148,6 +184,7 @@ TEST_F(GateTest, AMinorityOfDisturbedWindowsIsDroppedNotJudged) {
   text.erase(text.find("\"saturation\": "),
              std::string("\"saturation\": ").size() + std::string(kSaturationOff).size() + 2);
   testing::write_file(dir_ / "profile.json", text);
+  seed_pool();
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass) << console_;
   auto burst = kBaseline;
   burst[2].responses = 300;  // would vote for a 70 % loss
@@ -558,6 +595,17 @@ class MergeGateTest : public GateTest {
     std::ostringstream out;
     return merge_gate(options_, paths, no_env(), out);
   }
+  // seed_pool() of merged runs (their load is the shards' sum: a series of its own).
+  void seed_merged_pool() {
+    auto ci = options_.ci;
+    for (int day = 0; day < 3; ++day)
+      for (uint64_t rps : {990, 1000, 1010}) {
+        options_.ci = {"pool" + std::to_string(day), "pool", "pool"};
+        merge(shards(testing::steady(5, rps + static_cast<uint64_t>(day), 10ms)));
+      }
+    options_.ci = ci;
+    testing::spread_over_days(options_.store_path, {"pool0", "pool1", "pool2"});
+  }
 };
 
 TEST_F(MergeGateTest, FirstMergePassesAndStoresOneRun) {
@@ -568,11 +616,12 @@ TEST_F(MergeGateTest, FirstMergePassesAndStoresOneRun) {
 }
 
 TEST_F(MergeGateTest, HalvedThroughputFails) {
+  seed_merged_pool();
   ASSERT_EQ(merge(shards(kBaseline)), ExitStatus::kPass);
   options_.json_path = dir_ / "merged.json";
   EXPECT_EQ(merge(shards(testing::steady(5, 300, 10ms))), ExitStatus::kFail);
   EXPECT_EQ(result_json()["verdict"], "fail");
-  EXPECT_EQ(stored_runs(), 2);
+  EXPECT_EQ(stored_runs(), 11);
 }
 
 TEST_F(MergeGateTest, SmallThroughputDropWarns) {
@@ -591,17 +640,18 @@ TEST_F(MergeGateTest, TheSameShardTwiceIsAnErrorWithAReport) {
 // ---- compare (a stored run judged again) -------------------------------------
 
 TEST_F(GateTest, CompareJudgesAStoredRunAgainWithTheSameVerdict) {
+  seed_pool();
   ASSERT_EQ(gate(kBaseline), ExitStatus::kPass);
   ASSERT_EQ(gate(testing::steady(5, 300, 10ms)), ExitStatus::kFail);
   ASSERT_EQ(gate(testing::steady(5, 800, 10ms)), ExitStatus::kWarn);
   auto store = BaselineStore::open(options_.store_path, BaselineStore::Mode::kReadOnly);
   RunOptions compare;
   compare.store_path = options_.store_path;
-  compare.baseline_run = 1;
-  EXPECT_EQ(rejudge_run(store, 1, {}).exit_code, ExitStatus::kPass);
-  EXPECT_EQ(rejudge_run(store, 2, compare).exit_code, ExitStatus::kFail);
-  EXPECT_EQ(rejudge_run(store, 3, compare).exit_code, ExitStatus::kWarn);
-  EXPECT_THROW(rejudge_run(store, 9, compare), Error);
+  compare.baseline_run = 10;
+  EXPECT_EQ(rejudge_run(store, 10, {}).exit_code, ExitStatus::kPass);
+  EXPECT_EQ(rejudge_run(store, 11, compare).exit_code, ExitStatus::kFail);
+  EXPECT_EQ(rejudge_run(store, 12, compare).exit_code, ExitStatus::kWarn);
+  EXPECT_THROW(rejudge_run(store, 19, compare), Error);
 }
 
 }  // namespace

@@ -27,11 +27,14 @@ RunFigures figures(double rps, double p99_ms, double err_pct = 0, double spread 
 }
 
 // A baseline pooled from `runs` runs like figures(), whose own figures differ by
-// +-`run_spread` from one run to the next.
-BaselineSample baseline(double rps, double p99_ms, double err_pct = 0, int runs = 1,
+// +-`run_spread` from one run to the next. With `runs` 0, eight iterations and
+// no run figures: the rank test of the iterations, whose bands most tests here
+// check (a stored baseline of one or two runs and no pool decides nothing:
+// young_store_simulation_test.cc).
+BaselineSample baseline(double rps, double p99_ms, double err_pct = 0, int runs = 0,
                         double run_spread = 0.005) {
   BaselineSample b;
-  b.pooled = figures(rps, p99_ms, err_pct, 0.005, 8 * runs);
+  b.pooled = figures(rps, p99_ms, err_pct, 0.005, 8 * std::max(runs, 1));
   for (const auto& [key, figure] : b.pooled.summary)
     for (int i = 0; i < runs; ++i) {
       double offset = runs > 1 ? (2.0 * i - (runs - 1)) / (runs - 1) : 0;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -98,13 +99,33 @@ std::vector<std::vector<RunFigures>> earlier_days(BaselineStore& store, const Pr
   return out;
 }
 
+// Today, UTC, as a run's created_at begins: the day a calibration's runs share.
+std::string utc_today() {
+  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", &tm);
+  return text;
+}
+
+// Did a calibration of this profile, hash and host run today already?
+bool calibrated_today(BaselineStore& store, const Profile& profile, const HostFingerprint& host) {
+  auto today = utc_today();
+  for (const auto& run : store.runs(profile.name, 200))
+    if (run.kind == "calibration" && run.profile_hash == profile.hash &&
+        run.host.key() == host.key() && run.created_at.starts_with(today))
+      return true;
+  return false;
+}
+
 // --if-needed: why these runs would tell the verdict nothing new, "" when they
 // would. A window of kPooledNoiseBelowRuns baseline runs or more uses its own
-// spread, so a grown store needs no pool; a young one needs none when its pool
-// (docs/statistics.md, "A young store") already rests on the runs - 1 degrees of
-// freedom on throughput these runs would add.
+// spread, so a grown store needs no pool; a young one needs none once its pool
+// (docs/statistics.md, "A young store") holds runs of kPoolMinDays days on
+// throughput. A second calibration on one day adds no day: it waits for the next.
 std::string noise_already_known(BaselineStore& store, const Profile& profile, const CiContext& ci,
-                                const HostFingerprint& host, int runs) {
+                                const HostFingerprint& host) {
   BaselineQuery query{profile.name, profile.hash, ci.baseline_branch, host.key()};
   auto window = std::min<size_t>(
       store.eligible_runs(query, kPooledNoiseBelowRuns, BaselineStore::Depth::kHeader).size(),
@@ -115,11 +136,17 @@ std::string noise_already_known(BaselineStore& store, const Profile& profile, co
   query.branch.clear();
   auto pool = store_noise_pool(store, query);
   auto it = pool.find("throughput_rps");
-  if (it == pool.end() || it->second.df < runs - 1) return "";
-  return "calibrate: nothing to do, the store already knows this host's run-to-run noise (" +
-         std::to_string(it->second.runs) + " runs of the same code, " +
-         std::to_string(it->second.df) + " df; " + std::to_string(runs) + " runs would add " +
-         std::to_string(runs - 1) + ")";
+  int days = it == pool.end() ? 0 : it->second.days;
+  std::string held = it == pool.end() ? ""
+                                      : " (" + std::to_string(it->second.runs) + " runs of " +
+                                            std::to_string(days) + " day(s))";
+  if (days >= kPoolMinDays)
+    return "calibrate: nothing to do, the store already knows this host's run-to-run noise" + held;
+  if (calibrated_today(store, profile, host))
+    return "calibrate: nothing to do today, this host was calibrated today; the noise pool" + held +
+           " needs runs of " + std::to_string(kPoolMinDays) +
+           " days before it judges a young baseline: calibrate again on another day";
+  return "";
 }
 
 int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
@@ -143,7 +170,7 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   std::optional<BaselineStore> store;
   if (opt.record) store = BaselineStore::open(opt.store_path);
   if (opt.if_needed && store) {
-    if (auto known = noise_already_known(*store, profile, ci, host, opt.runs); !known.empty()) {
+    if (auto known = noise_already_known(*store, profile, ci, host); !known.empty()) {
       std::cout << known << "\n";
       return 0;
     }
@@ -211,8 +238,8 @@ void register_calibrate_command(CommandSet& commands) {
                   "What a launch costs (service start and warm-up), e.g. 3s (default: measured)");
   cmd->add_flag("!--no-record", opt->record, "Do not store the calibration runs");
   cmd->add_flag("--if-needed", opt->if_needed,
-                "Run only when the store's noise pool for this profile and host has fewer "
-                "degrees of freedom than these runs would add (a pipeline's first run)")
+                "Run only while the store's noise pool for this profile and host holds runs "
+                "of fewer than 3 days, once a day (a pipeline's first runs)")
       ->excludes("--no-record");
   commands.add(cmd, [opt](const CommandContext& ctx) { return calibrate_profile(*opt, ctx); });
 }

@@ -107,7 +107,7 @@ std::string p_text(double p) {
 // "(-10.0%, 95% CI -12.1%..-8.0%, p=0.001)": the change and how sure it is.
 std::string change_text(const MetricCheck& c, double confidence) {
   std::string text = "(" + signed_pct(*c.change_pct);
-  if (c.test)
+  if (c.test && std::isfinite(c.test->ci_low_pct))  // no interval without a test of runs
     text += ", " + level_text(confidence) + "% CI " + signed_pct(c.test->ci_low_pct) + ".." +
             signed_pct(c.test->ci_high_pct) + ", " + p_text(c.test->p_value);
   return text + ")";
@@ -115,8 +115,9 @@ std::string change_text(const MetricCheck& c, double confidence) {
 
 // The run-level test, when there is one: with a young window (fewer than
 // kPooledNoiseBelowRuns runs) against the noise pooled over earlier runs when that
-// rests on more degrees of freedom than the window's own k - 1; else, with three
-// or more runs, against the window's own spread.
+// holds groups of kPoolMinDays days and rests on more degrees of freedom than
+// the window's own k - 1; else, with three or more runs, against the window's
+// own spread.
 std::optional<ChangeEstimate> run_level_change(const BaselineSample& base, const std::string& key,
                                                double value, double level) {
   auto runs = base.run_figures.find(key);
@@ -126,10 +127,37 @@ std::optional<ChangeEstimate> run_level_change(const BaselineSample& base, const
   bool positive = value > 0 && std::all_of(runs->second.begin(), runs->second.end(),
                                            [](double v) { return v > 0; });
   if (k < kPooledNoiseBelowRuns && positive && noise != base.run_noise.end() &&
-      noise->second.df > k - 1)
+      noise->second.days >= kPoolMinDays && noise->second.df > k - 1)
     return estimate_run_change(value, runs->second, level, noise->second);
   if (k >= 3) return estimate_run_change(value, runs->second, level);
   return std::nullopt;
+}
+
+// One or two baseline runs and no pool of kPoolMinDays days: nothing tells how
+// far whole runs scatter, and the windows of one launch share its luck, so they
+// are no test (issue 39, finding 6). No interval; the limits cannot be judged.
+ChangeTest no_run_level_test(const BaselineSample& base, const std::string& key,
+                             const std::vector<double>& runs, double value, double confidence) {
+  ChangeTest t;
+  t.ci_low_pct = t.ci_high_pct = std::nan("");
+  t.reaches_level = false;
+  t.confidence_pct = confidence;
+  t.unit = "runs";
+  // The change as a run-level test would state it: against the runs' geometric mean.
+  bool logs = value > 0 && std::all_of(runs.begin(), runs.end(), [](double v) { return v > 0; });
+  double mean = 0;
+  for (double v : runs) mean += (logs ? std::log(v) : v) / static_cast<double>(runs.size());
+  if (logs) t.estimate_pct = std::expm1(std::log(value) - mean) * 100;
+  if (!logs && mean != 0) t.estimate_pct = (value - mean) / std::fabs(mean) * 100;
+  auto noise = base.run_noise.find(key);
+  int days = noise == base.run_noise.end() ? 0 : noise->second.days;
+  t.method =
+      "no run-level test: " + std::to_string(runs.size()) + " baseline run" +
+      (runs.size() == 1 ? "" : "s") + " and " +
+      (days == 0 ? std::string("no noise pool")
+                 : "a noise pool of runs of " + std::to_string(days) + " day" +
+                       (days == 1 ? "" : "s") + " (" + std::to_string(kPoolMinDays) + " needed)");
+  return t;
 }
 
 ChangeTest change_test(const ChangeEstimate& e, double confidence, std::string unit) {
@@ -155,8 +183,7 @@ ChangeTest change_test(const ChangeEstimate& e, double confidence, std::string u
 // signed-rank test on the pairs' log-ratios. Stored: the run-level t test of this
 // run's figure against the baseline runs' figures (run_level_change) when there
 // is one, since iterations of one run share its luck and are no independent
-// evidence; else, with one or two baseline runs and no pool, the rank test of
-// the iterations, which is all there is.
+// evidence; with one or two baseline runs and no pool, no test at all.
 std::optional<ChangeTest> test_change(const std::vector<double>& now, const BaselineSample& base,
                                       const std::string& key, double value, double confidence) {
   auto pooled = base.pooled.values.find(key);
@@ -172,6 +199,10 @@ std::optional<ChangeTest> test_change(const std::vector<double>& now, const Base
     std::optional<ChangeTest> t;
     if (auto run = run_level_change(base, key, value, level)) {
       t = change_test(*run, confidence, "runs");
+      t->n_now = static_cast<int>(now.size());
+      t->n_base = static_cast<int>(pooled->second.size());
+    } else if (k == 1 || k == 2) {
+      t = no_run_level_test(base, key, runs->second, value, confidence);
       t->n_now = static_cast<int>(now.size());
       t->n_base = static_cast<int>(pooled->second.size());
     } else {
@@ -225,6 +256,12 @@ double failable_pct(const ChangeTest& t, const Limits& l) {
 // quieter runner or paired mode (a run's own noise does not average away).
 std::string why_inconclusive(const ChangeTest& t, const Limits& l) {
   std::string level = level_text(t.confidence_pct) + "%";
+  if (!t.detectable_pct && t.unit == "runs")
+    return t.method +
+           ": the windows of one launch share its luck and say nothing of how far whole runs "
+           "scatter; `perfgate calibrate` on " +
+           std::to_string(kPoolMinDays) +
+           " days (its runs fill the pool) or paired mode would decide";
   if (!t.detectable_pct) {
     std::string text =
         std::to_string(t.n_now) + " " + t.unit + " cannot reach " + level + " at all";

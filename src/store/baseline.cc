@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "perfgate/core/change_points.h"
 #include "perfgate/core/error.h"
@@ -99,6 +100,32 @@ std::string code_of(const RunRecord& run) {
   return run.ci.commit.empty() ? "branch " + run.ci.branch : "commit " + run.ci.commit;
 }
 
+// The UTC day a run was made on: runs of one job share it, and its luck.
+std::string day_of(const RunRecord& run) {
+  return run.created_at.substr(0, 10);
+}
+
+// The noise pool `baseline` is judged with: the measured history less the
+// baseline's own runs, which in the pool too would count their variance twice,
+// once there and once in the window's own spread.
+std::map<std::string, RunNoise, std::less<>> pool_beside(BaselineStore& store,
+                                                         std::vector<RunRecord> history,
+                                                         const Baseline& baseline) {
+  std::erase_if(history, [&](const RunRecord& run) {
+    return std::find(baseline.run_ids.begin(), baseline.run_ids.end(), run.id) !=
+           baseline.run_ids.end();
+  });
+  return pooled_noise(loaded(store, history));
+}
+
+// --baseline-run: that run alone, judged with the pool of the others.
+BaselineSelection pinned_selection(BaselineStore& store, const BaselineQuery& query, int64_t id) {
+  BaselineSelection s;
+  s.baseline = pinned_baseline(store, query, id, s.notes);
+  s.baseline->sample.run_noise = pool_beside(store, measured_history(store, query), *s.baseline);
+  return s;
+}
+
 // A failed run of the baseline branch whose commit is also a window run's ran
 // the window's code: its failure was the machine's (a placement, a neighbour),
 // so it joins the window rather than leaving the window with only the lucky runs.
@@ -136,20 +163,28 @@ class SelectionTimer {
 }  // namespace
 
 std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunRecord>& history) {
-  // code -> metric -> the figure of each of its runs
-  std::map<std::string, std::map<std::string, std::vector<double>, std::less<>>> by_code;
+  // (day, code) -> metric -> the figure of each of its runs: a group is one
+  // job's runs of one code (a calibration, a commit's re-runs), and its day.
+  std::map<std::pair<std::string, std::string>,
+           std::map<std::string, std::vector<double>, std::less<>>>
+      by_group;
   for (const auto& run : history) {
     auto figures = stored_run_figures(run);
     for (const auto& [key, value] : figures.summary)
-      if (!figures.values.at(key).empty()) by_code[code_of(run)][key].push_back(value);
+      if (!figures.values.at(key).empty())
+        by_group[{day_of(run), code_of(run)}][key].push_back(value);
   }
   std::map<std::string, std::vector<std::vector<double>>, std::less<>> groups;
-  for (auto& [code, metrics] : by_code)
-    for (auto& [key, figures] : metrics) groups[key].push_back(std::move(figures));
+  std::map<std::string, std::vector<std::string>, std::less<>> days;
+  for (auto& [group, metrics] : by_group)
+    for (auto& [key, figures] : metrics) {
+      groups[key].push_back(std::move(figures));
+      days[key].push_back(group.first);
+    }
   std::map<std::string, RunNoise, std::less<>> out;
   for (const auto& [key, list] : groups) {
-    auto noise = pooled_run_noise(list);
-    if (noise.df > 0) out[key] = noise;
+    auto noise = pooled_run_noise(list, days.at(key));
+    if (noise.within_df > 0) out[key] = noise;
   }
   return out;
 }
@@ -442,11 +477,8 @@ std::vector<RunChangePoint> confirmed_change_points(BaselineStore& store, const 
 BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& query,
                                   const BaselinePolicy& policy) {
   SelectionTimer timer;
+  if (policy.pinned_run) return pinned_selection(store, query, *policy.pinned_run);
   BaselineSelection s;
-  if (policy.pinned_run) {
-    s.baseline = pinned_baseline(store, query, *policy.pinned_run, s.notes);
-    return s;
-  }
   auto window = static_cast<size_t>(std::max(policy.window, 1));
   auto drift_back = static_cast<size_t>(std::max(policy.drift_window, 0));
   // Headers first: only the runs pooled below need their iterations read.
@@ -487,7 +519,7 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   std::sort(recent.begin(), recent.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
   s.baseline = pool_runs(recent);
   if (static_cast<int>(recent.size()) < kPooledNoiseBelowRuns)
-    s.baseline->sample.run_noise = pooled_noise(loaded(store, history));
+    s.baseline->sample.run_noise = pool_beside(store, history, *s.baseline);
   // The drift reference must not overlap the baseline: with a short history it is
   // the oldest window that does not, and none until there are two windows' worth.
   if (drift_back > 0 && runs.size() >= 2 * window) {

@@ -305,9 +305,9 @@ RunRecord run_from(const json& j) {
 }  // namespace
 
 bool RunRecord::eligible_as_baseline() const {
-  bool judged_ok = verdict == Verdict::kPass || verdict == Verdict::kWarn;
   bool usable = status == "complete" && kind == "gate" && !saturation.saturated;
-  return usable && review.state != "rejected" && (judged_ok || review.state == "accepted");
+  return usable && review.state != "rejected" &&
+         (verdict == Verdict::kPass || review.state == "accepted");
 }
 
 std::string to_json_line(const RunRecord& run, bool with_id) {

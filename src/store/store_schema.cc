@@ -143,14 +143,21 @@ void migrate_v5_to_v6(Db db) {
   exec(db, "ALTER TABLE runs ADD COLUMN cost_json TEXT NOT NULL DEFAULT ''");
 }
 
+// v7: a run that warned (a change inside the warn band, or undecided) is no
+// baseline unless accepted, as a failed one (RunRecord::eligible_as_baseline):
+// the flag eligible_runs() selects on follows the rule for runs stored before.
+void migrate_v6_to_v7(Db db) {
+  exec(db, "UPDATE runs SET eligible = 0 WHERE verdict = 'warn' AND review != 'accepted'");
+}
+
 using Migration = void (*)(Db);
 
 // migrations()[n] takes a store from schema n to n + 1. A new schema appends a
 // step here and bumps BaselineStore::kSchemaVersion; old steps never change.
 std::span<const Migration> migrations() {
-  static constexpr std::array<Migration, 6> kSteps = {create_schema_v1, migrate_v1_to_v2,
-                                                      migrate_v2_to_v3, migrate_v3_to_v4,
-                                                      migrate_v4_to_v5, migrate_v5_to_v6};
+  static constexpr std::array<Migration, 7> kSteps = {
+      create_schema_v1, migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4,
+      migrate_v4_to_v5, migrate_v5_to_v6, migrate_v6_to_v7};
   static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
   return kSteps;
 }

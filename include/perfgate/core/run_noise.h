@@ -1,11 +1,13 @@
 #pragma once
 
-// Run-to-run noise pooled over earlier runs: a young baseline of two or three
-// runs says little about how far whole runs scatter, but every earlier group of
-// runs of the same code on the same host says the same thing about it. See
+// Run-to-run noise pooled over earlier runs: a young baseline of one to four
+// runs says little about how far whole runs scatter, but earlier groups of runs
+// of the same code on the same host do, provided they come from several days:
+// runs of one job (a calibration) share that day's luck. See
 // docs/statistics.md, "A young store".
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "perfgate/core/statistics.h"
@@ -15,17 +17,36 @@ namespace perfgate {
 /// The spread of whole runs' figures, on their logarithms (about the coefficient
 /// of variation), with the degrees of freedom it rests on.
 struct RunNoise {
-  double log_sd = 0;  // pooled standard deviation of log figures
-  int df = 0;         // sum over the groups of (runs - 1)
-  int runs = 0;       // runs in groups of two or more
-  int groups = 0;     // such groups
+  /// SD of log figures of one more run on another day than the pool's groups:
+  /// sqrt(within^2 + day^2), what judging a run against runs of other days needs.
+  double log_sd = 0;
+  double df = 0;         // its degrees of freedom (Satterthwaite's; see pooled_run_noise)
+  int runs = 0;          // runs in groups of two or more
+  int groups = 0;        // such groups
+  int days = 0;          // distinct days among them (each group its own without labels)
+  double within_sd = 0;  // spread of runs within a group (one job's launches)
+  int within_df = 0;     // sum over the groups of (runs - 1)
+  double day_sd = 0;     // spread of groups beyond their runs' (0 when it is not seen)
 };
 
-/// Pooled standard deviation of `groups` of positive run figures, each group runs
-/// of the same code (one commit): s^2 = sum_g sum_i (log x_gi - mean_g)^2 / sum_g (n_g - 1),
-/// the one-way analysis of variance's within-group mean square. A group of one run
-/// adds nothing; a group holding a value <= 0 or not finite is left out (no log).
-RunNoise pooled_run_noise(std::span<const std::vector<double>> groups);
+/// Days of groups a pool needs before it judges a run: with fewer, the
+/// day-to-day part of the noise is barely estimated (1 df or none).
+inline constexpr int kPoolMinDays = 3;
+
+/// One-way random-effects analysis of variance of `groups` of positive run
+/// figures (on their logarithms), each group the runs of one code in one job:
+/// the within-group mean square MSW estimates the launches' variance, the
+/// between-group mean square MSB that plus n0 times the day's, n0 = (N - sum
+/// n_g^2 / N) / (G - 1). A run on another day varies by V = MSW + max(0, (MSB -
+/// MSW) / n0); its degrees of freedom are Satterthwaite's for MSB / n0 + (1 -
+/// 1/n0) MSW, but at most G - 1 where the day part is the larger (a chi-square
+/// of G - 1 df is more skewed than Satterthwaite's approximation allows for).
+/// MSB <= MSW: V = MSW on its sum (n_g - 1) df. One group: the same, the day
+/// part unseen (and the pool no judge: see kPoolMinDays). A group of one
+/// run adds nothing; a group holding a value <= 0 or not finite is left out.
+/// `days` labels each group's day (empty: every group a day of its own).
+RunNoise pooled_run_noise(std::span<const std::vector<double>> groups,
+                          std::span<const std::string> days = {});
 
 /// estimate_run_change() with the spread taken from `noise` instead of from the
 /// baseline runs themselves: t = (log now - mean log runs) / (s_p * sqrt(1 + 1/k))

@@ -66,9 +66,10 @@ inline std::string format_step(double size_pct) {
   return std::isnan(size_pct) ? "from 0" : format_change(size_pct);
 }
 
-/// A change's confidence interval, "-12.1%..-8.0%"; "-" when it was not tested.
+/// A change's confidence interval, "-12.1%..-8.0%"; "-" when it was not tested
+/// or has none (a baseline of one or two runs and no noise pool).
 inline std::string format_interval(const std::optional<ChangeTest>& test) {
-  if (!test) return "-";
+  if (!test || !std::isfinite(test->ci_low_pct) || !std::isfinite(test->ci_high_pct)) return "-";
   return format_change(test->ci_low_pct) + ".." + format_change(test->ci_high_pct);
 }
 

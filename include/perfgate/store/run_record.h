@@ -53,8 +53,9 @@ struct RunRecord {
   std::string host_samples_json;
 
   /// May later runs be judged against this one? A complete gate run, not
-  /// saturated, not rejected, and not failed unless accepted: a failing run on the
-  /// baseline branch must not become the new normal unless someone says it is.
+  /// saturated, not rejected, that passed, unless accepted: a run that failed, or
+  /// warned (a change inside the warn band, or undecided), must not become the new
+  /// normal unless someone says it is (`perfgate accept`).
   bool eligible_as_baseline() const;
 };
 
