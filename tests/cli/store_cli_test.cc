@@ -123,13 +123,19 @@ TEST_F(StoreCliTest, EightConcurrentRunnersStoreAllFortyRuns) {
       for (int i = 0; i < 5; ++i) results[r].push_back(testing::run_command(run_args(), env()));
     });
   for (auto& runner : runners) runner.join();
+  // Every run's log on a miscount: which one did not store, and why, is the
+  // diagnosis (a CI failure shows only the assertion's own output).
+  std::string logs;
   for (const auto& runs : results)
-    for (const auto& result : runs)
+    for (const auto& result : runs) {
       EXPECT_TRUE(result.exit_code >= 0 && result.exit_code <= 2)
           << "exit " << result.exit_code << ":\n"
-          << result.err;
-  EXPECT_EQ(BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).run_count(), 40);
-  EXPECT_EQ(check().exit_code, 0);
+          << result.out << result.err;
+      logs += "exit " + std::to_string(result.exit_code) + ": " + result.err + "\n";
+    }
+  EXPECT_EQ(BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).run_count(), 40) << logs;
+  auto checked = check();
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
 }
 
 TEST_F(StoreCliTest, ExportImportAndPruneThroughTheCli) {
