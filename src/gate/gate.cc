@@ -27,16 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// One look of a sequential run: judged at the plan's stricter level, then
-// whether to measure more.
-SequentialStep look(const Profile& judging, const MeasuredRun& run,
-                    const BaselineSelection& selection, const std::atomic<bool>& stop, int taken,
-                    const SequentialPlan& plan) {
-  GateResult r = judged(judging, run.record, run.figures, selection);
-  Judgement j{r.verdict, r.checks, {}};
-  return next_step(j, run.record.saturation.saturated, stop, taken, plan);
-}
-
 // A pull/merge request or a merge queue's run with nothing to compare with
 // would pass unjudged (a hosted runner's new host fingerprint is enough): it
 // warns instead, unless the user said --no-baseline=pass.
@@ -63,9 +53,8 @@ void write_file(const OutputGuard& guard, const fs::path& path, const char* flag
   write_output_file(path, text);
 }
 
-// A stored-mode look at the whole measurement so far, its disturbed minority of
-// windows dropped (drop_disturbed_windows). Each look screens the unscreened
-// measurement afresh, so that drops never add up past half of it.
+// A stored-mode run's measurement, its disturbed minority of windows dropped
+// (drop_disturbed_windows).
 MeasuredRun screened_run(const Profile& profile, Measurement m, GateRun& gate,
                          const HostFingerprint& host, std::string& note) {
   note = drop_disturbed_windows(m, profile.saturation);
@@ -213,47 +202,19 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     Measurement m = measurer.load(profile, stop, start_at);
     gate.loaded(m.load);
     if (m.aborted) record_aborted(gate, store, profile, m, host);
-    auto plan = sequential_plan(profile);
-    Profile judging = judging_profile(profile, plan);
     std::string dropped;
     auto run = screened_run(profile, m, gate, host, dropped);
     auto share = placing_share(run.host_summary.shared_cpu_pct, run.host_summary.samples);
     if (selection.baseline && share && !options.baseline_run)
       selection = choose_baseline(options, store, profile, gate.partial().ci, host, share);
-    std::optional<SequentialSummary> sequential;
-    if (plan.extends()) {
-      int taken = profile.repeat.count;
-      // Stored mode's Bonferroni levels stay those of the planned looks (the
-      // summary's too): fewer looks only make each stricter than it need be.
-      auto paced = budgeted(plan, profile.repeat.budget, Clock::now() - started, taken);
-      auto step = look(judging, run, selection, stop, taken, paced);
-      while (step.more) {
-        int n = plan.next_batch(taken);
-        spdlog::info("sequential: still undecided after {} iterations; measuring {} more", taken,
-                     n);
-        append_measurement(m, measurer.load(batch_profile(profile, n), stop, std::nullopt));
-        taken += n;
-        if (m.aborted) record_aborted(gate, store, profile, m, host);
-        run = screened_run(profile, m, gate, host, dropped);
-        paced = budgeted(paced, profile.repeat.budget, Clock::now() - started, taken);
-        step = look(judging, run, selection, stop, taken, paced);
-      }
-      auto why =
-          stop_reason(step, run.record.saturation.saturated, stop, taken, paced, "iterations");
-      sequential = sequential_summary(plan, taken, "iterations", why,
-                                      !step.futile.empty() && step.undecided.empty());
-    }
     run.record.cost =
         measure_cost(profile, find_instrument(profile, measurer.counter), stop, measurer.counter);
     if (store && selection.baseline)
       selection.cost = cost_baseline(*store, *selection.baseline, run.record.cost.key);
     GateResult result =
-        judge_and_store(options, store, judging, selection, std::move(run.record), run.figures);
+        judge_and_store(options, store, profile, selection, std::move(run.record), run.figures);
     if (!dropped.empty()) result.notes.push_back(dropped);
-    if (sequential) {
-      result.notes.push_back(sequential_note(*sequential));
-      result.sequential = sequential;
-    }
+    if (auto once = unextended_note(profile)) result.notes.push_back(*once);
     result.host_summary = run.host_summary;
     result.host_summary.doctor_warnings = doctor_warnings;
     result.in_flight_at_end = run.in_flight_at_end;

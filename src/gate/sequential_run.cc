@@ -6,20 +6,34 @@
 namespace perfgate {
 
 SequentialPlan sequential_plan(const Profile& profile) {
+  // Only paired runs extend: a stored run is judged on whole runs (the
+  // run-level test, or none in a young store), which more windows of its one
+  // launch cannot narrow (docs/statistics.md, "Sequential runs").
+  if (!profile.paired) {
+    SequentialPlan once{profile.repeat.count, profile.repeat.count, 2};
+    once.confidence = profile.baseline.confidence;
+    return once;
+  }
   SequentialPlan plan{profile.repeat.count, profile.repeat.max_count, 2};
   plan.confidence = profile.baseline.confidence;
   plan.futility = true;
-  // Paired mode's signed-rank test has a distribution-free joint law over the
-  // looks, so its boundary is computed for it; stored mode keeps Bonferroni
-  // (docs/statistics.md, "Sequential runs").
-  if (profile.paired) {
-    plan.spending = kPairedSpending;
-    plan.discard = profile.repeat.discard;
-    plan.block = std::max(profile.paired->block, 1);
-    // Batches of whole launches (issue 39, finding 11): 2 pairs, or one block.
-    plan.batch = plan.block > 1 ? plan.block * ((2 + plan.block - 1) / plan.block) : 2;
-  }
+  // The signed-rank test's joint law over the looks is distribution-free, so
+  // its boundary is computed for it.
+  plan.spending = kPairedSpending;
+  plan.discard = profile.repeat.discard;
+  plan.block = std::max(profile.paired->block, 1);
+  // Batches of whole launches (issue 39, finding 11): 2 pairs, or one block.
+  plan.batch = plan.block > 1 ? plan.block * ((2 + plan.block - 1) / plan.block) : 2;
   return plan;
+}
+
+std::optional<std::string> unextended_note(const Profile& profile) {
+  if (profile.paired || profile.repeat.max_count <= profile.repeat.count) return std::nullopt;
+  return "repeat.max_count " + std::to_string(profile.repeat.max_count) +
+         (profile.repeat.budget > Nanos(0) ? " and repeat.budget extend" : " extends") +
+         " paired runs only: a stored run is judged on whole runs, which more iterations of "
+         "one launch cannot narrow; this one took its count (" +
+         std::to_string(profile.repeat.count) + "), judged once";
 }
 
 std::function<double(double)> look_level(const SequentialPlan& plan, int taken) {

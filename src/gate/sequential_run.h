@@ -1,10 +1,11 @@
 #pragma once
 
 // Internal to the gate stage: a run that measures more while its verdict is
-// still undecided (`repeat.max_count`, core/sequential.h), in stored-baseline
-// and paired mode alike. Extensions go through the Measurer, batch by batch.
+// still undecided (`repeat.max_count`, core/sequential.h): paired mode only.
+// Extensions go through the Measurer, batch by batch.
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "measurement.h"
@@ -14,8 +15,12 @@
 
 namespace perfgate {
 
-/// The extension `profile` asks for.
+/// The extension `profile` asks for: none outside paired mode.
 SequentialPlan sequential_plan(const Profile& profile);
+
+/// Why a stored-mode profile's repeat.max_count (and budget) took no effect,
+/// if it asked for any.
+std::optional<std::string> unextended_note(const Profile& profile);
 
 /// How a look after `taken` maps a metric's single-look level to its own (empty:
 /// no extension, the level stands). For DecisionSettings::look_level.
