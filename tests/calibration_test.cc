@@ -26,6 +26,57 @@ Profile plain_profile() {
   return p;
 }
 
+// Issue 39, item 4: calibrate checks the warm-up transient. Each run's first
+// kept window against the median of its later ones: log ratios -6, -4 and -6 %,
+// mean -5.333 %, 95 % interval by Student t with 2 df -8.202 to -2.465 %
+// (SciPy: t.ppf(.975, 2) * std(ddof=1) / sqrt(3)); as changes (expm1) -5.194 %,
+// -7.874 to -2.435 %: throughput lower, its worse side.
+TEST(CalibrationTest, AFirstWindowWorseInEveryRunIsAWarmUpTransient) {
+  std::vector<RunFigures> runs = {run_of({-0.05, 0, 0.01, 0.02}), run_of({-0.03, 0, 0.01, 0.02}),
+                                  run_of({-0.05, 0.01, 0.01, 0.01})};
+  auto c = calibrate(runs, plain_profile());
+  const auto& w = c.metrics.at(0).warmup;
+  ASSERT_TRUE(w);
+  EXPECT_NEAR(w->first_pct, std::expm1(-0.05333333333) * 100, 1e-6);
+  EXPECT_NEAR(w->low_pct, std::expm1(-0.08201768487) * 100, 1e-6);
+  EXPECT_NEAR(w->high_pct, std::expm1(-0.02464898180) * 100, 1e-6);
+  EXPECT_EQ(w->runs, 3);
+  EXPECT_TRUE(w->found);
+  auto report = calibration_report(c);
+  EXPECT_NE(report.find("warm-up: the service is still warming up after load.warmup 2s"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("throughput_rps: the first kept window is 5.2% lower than the later ones "
+                        "(95% CI -7.9 to -2.4%, 3 runs)"),
+            std::string::npos)
+      << report;
+}
+
+// A first window no worse than the rest, or one worse in some runs and better
+// in others, or worse by less than kWarmupTransientPct, is no transient; with
+// fewer than 3 kept windows a run there is nothing to compare it with.
+TEST(CalibrationTest, NoTransientWhereTheFirstWindowIsLikeTheRest) {
+  std::vector<RunFigures> mixed = {run_of({-0.03, 0, 0.01}), run_of({0.04, 0.01, 0.01}),
+                                   run_of({0, 0.01, -0.01})};
+  auto c = calibrate(mixed, plain_profile());
+  ASSERT_TRUE(c.metrics.at(0).warmup);
+  EXPECT_FALSE(c.metrics.at(0).warmup->found);
+  EXPECT_NE(calibration_report(c).find("warm-up: no transient after load.warmup 2s"),
+            std::string::npos);
+  // Significant but small: 1 % in every run.
+  std::vector<RunFigures> small = {run_of({-0.01, 0, 0}), run_of({-0.01, 0, 0}),
+                                   run_of({-0.011, 0, 0})};
+  auto s = calibrate(small, plain_profile()).metrics.at(0).warmup;
+  ASSERT_TRUE(s);
+  EXPECT_LT(s->high_pct, 0);
+  EXPECT_FALSE(s->found);
+  std::vector<RunFigures> two = {run_of({-0.05, 0}), run_of({-0.05, 0.01})};
+  auto t = calibrate(two, plain_profile());
+  EXPECT_FALSE(t.metrics.at(0).warmup);
+  EXPECT_NE(calibration_report(t).find("warm-up: not checked (each run needs 3 kept windows"),
+            std::string::npos);
+}
+
 TEST(CalibrationTest, WindowAndLaunchComponentsAreTheOneWayAnovasMoments) {
   // Logs {0, .02}, {.10, .12}, {.05, .07}: within-run variance 0.0002 (sd
   // 1.4142 %); the means' variance 0.0025 less 0.0002 / 2 is 0.0024 (sd 4.8990 %).

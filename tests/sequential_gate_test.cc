@@ -149,9 +149,9 @@ TEST_F(SequentialGateTest, AStoredRunSaysItsBudgetTookNoEffect) {
 // where a later look could undo the fail.
 TEST_F(SequentialGateTest, ANoisyLossStopsAtItsFirstFailCrossing) {
   use(kPaired);
-  EXPECT_EQ(paired(windows({1000, 966, 962, 953, 944, 935, 926, 916, 897, 868}),
-                   windows({900, 902})),
-            ExitStatus::kFail);
+  EXPECT_EQ(
+      paired(windows({1000, 966, 962, 953, 944, 935, 926, 916, 897, 868}), windows({900, 902})),
+      ExitStatus::kFail);
   EXPECT_EQ(*fake_.loads, 1);
   EXPECT_EQ(stopped(), "decided after 10 pairs");
   auto json = result();

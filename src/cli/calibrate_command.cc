@@ -41,7 +41,7 @@ struct CalibrateOptions {
 
 nlohmann::json calibration_json(const Calibration& c, const std::vector<int64_t>& run_ids) {
   nlohmann::json metrics = nlohmann::json::object();
-  for (const auto& n : c.metrics)
+  for (const auto& n : c.metrics) {
     metrics[n.metric] = {
         {"unit", n.unit},
         {"typical", n.typical},
@@ -62,6 +62,15 @@ nlohmann::json calibration_json(const Calibration& c, const std::vector<int64_t>
           {"launches", n.launches},
           {"repeat_count", n.launches * n.block},
           {"seconds", n.seconds}}}};
+    // The first kept window's change from the later ones (null: too few windows a run).
+    metrics[n.metric]["warmup_transient"] =
+        n.warmup ? nlohmann::json{{"first_window_pct", n.warmup->first_pct},
+                                  {"ci_low_pct", n.warmup->low_pct},
+                                  {"ci_high_pct", n.warmup->high_pct},
+                                  {"runs", n.warmup->runs},
+                                  {"found", n.warmup->found}}
+                 : nlohmann::json(nullptr);
+  }
   return {{"runs", c.runs},
           {"run_ids", run_ids},
           {"window", c.window},
@@ -149,6 +158,41 @@ std::string noise_already_known(BaselineStore& store, const Profile& profile, co
   return "";
 }
 
+// The calibration's A/A runs, each stored (as never a baseline) where there is
+// a store; the saturated ones are left out of the figures.
+struct AaRuns {
+  std::vector<RunFigures> figures;
+  std::vector<int64_t> ids;
+  std::vector<double> overheads;  // a run's wall time beyond its kept windows: its launch
+};
+
+AaRuns measure_aa_runs(const CalibrateOptions& opt, const Profile& profile, const CiContext& ci,
+                       const HostFingerprint& host, std::optional<BaselineStore>& store,
+                       const std::atomic<bool>& stop) {
+  AaRuns aa;
+  for (int i = 0; i < opt.runs; ++i) {
+    spdlog::info("calibration run {}/{}", i + 1, opt.runs);
+    auto started = std::chrono::steady_clock::now();
+    auto run = measure_run(profile, ci, host, stop);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double kept = profile.repeat.count - profile.repeat.discard;
+    aa.overheads.push_back(wall -
+                           kept * std::chrono::duration<double>(profile.load.duration).count());
+    run.record.kind = "calibration";  // A/A runs measure noise; they are never baselines
+    if (store) aa.ids.push_back(store->record(run.record));
+    // A saturated run measured the load machine, not the service's noise.
+    if (run.record.saturation.saturated) {
+      spdlog::warn("calibration run {} left out: the load machine was saturated", i + 1);
+      continue;
+    }
+    aa.figures.push_back(std::move(run.figures));
+  }
+  if (aa.figures.size() < 2)
+    throw Error("calibrate: fewer than 2 of " + std::to_string(opt.runs) +
+                " runs were not saturated; free the load machine and try again");
+  return aa;
+}
+
 int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
   Profile profile = load_profile(opt.profile_path, ctx.env);
   // Calibration measures run-to-run noise for stored baselines; a paired run's own
@@ -175,43 +219,22 @@ int calibrate_profile(const CalibrateOptions& opt, const CommandContext& ctx) {
       return 0;
     }
   }
-  std::vector<RunFigures> figures;
-  std::vector<int64_t> ids;
-  std::vector<double> overheads;  // a run's wall time beyond its kept windows: its launch
-  for (int i = 0; i < opt.runs; ++i) {
-    spdlog::info("calibration run {}/{}", i + 1, opt.runs);
-    auto started = std::chrono::steady_clock::now();
-    auto run = measure_run(profile, ci, host, ctx.stop);
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    double kept = profile.repeat.count - profile.repeat.discard;
-    overheads.push_back(wall - kept * std::chrono::duration<double>(profile.load.duration).count());
-    run.record.kind = "calibration";  // A/A runs measure noise; they are never baselines
-    if (store) ids.push_back(store->record(run.record));
-    // A saturated run measured the load machine, not the service's noise.
-    if (run.record.saturation.saturated) {
-      spdlog::warn("calibration run {} left out: the load machine was saturated", i + 1);
-      continue;
-    }
-    figures.push_back(std::move(run.figures));
-  }
-  if (figures.size() < 2)
-    throw Error("calibrate: fewer than 2 of " + std::to_string(opt.runs) +
-                " runs were not saturated; free the load machine and try again");
+  AaRuns aa = measure_aa_runs(opt, profile, ci, host, store, ctx.stop);
   CalibrationAsk ask;
   ask.detect_pct = opt.detect_pct;
-  std::sort(overheads.begin(), overheads.end());
-  ask.cost.launch_s = std::max(0.1, overheads[overheads.size() / 2]);
+  std::sort(aa.overheads.begin(), aa.overheads.end());
+  ask.cost.launch_s = std::max(0.1, aa.overheads[aa.overheads.size() / 2]);
   if (!opt.run_cost.empty())
     ask.cost.launch_s =
         std::chrono::duration<double>(duration_flag("--run-cost", opt.run_cost)).count();
   // A paired window: the load's duration and the leg's warm-up after a switch.
   ask.cost.window_s =
       std::chrono::duration<double>(profile.load.duration + PairedSpec{}.leg_warmup).count();
-  if (store) ask.earlier_days = earlier_days(*store, profile, host, ids);
-  auto calibration = calibrate(figures, profile, ask);
+  if (store) ask.earlier_days = earlier_days(*store, profile, host, aa.ids);
+  auto calibration = calibrate(aa.figures, profile, ask);
   std::cout << calibration_report(calibration);
   if (!opt.json_path.empty()) {
-    write_output_file(opt.json_path, json_text(calibration_json(calibration, ids), 2) + "\n");
+    write_output_file(opt.json_path, json_text(calibration_json(calibration, aa.ids), 2) + "\n");
   }
   return 0;
 }

@@ -22,6 +22,8 @@ struct DemoArgs {
   std::string delay = "0s";
   std::string work = "0s";
   std::string tail_delay = "0s";
+  std::string cold_for = "0s";
+  std::string cold_delay = "1ms";
   std::string port_file;
   int burn_threads = 0;
   double launch_spread_pct = 0;
@@ -62,6 +64,10 @@ int run_demo_server(DemoArgs args) {
   if (args.options.tail_delay.count() > 0 && args.options.tail_every == 0)
     throw Error("--tail-delay: needs --tail-every N (e.g. 50 for 2 % of responses)");
   if (args.work != "0s") args.options.work = duration_flag("--work", args.work);
+  if (args.cold_for != "0s") {
+    args.options.cold_for = duration_flag("--cold-for", args.cold_for);
+    args.options.cold_delay = duration_flag("--cold-delay", args.cold_delay);
+  }
   draw_launch_speed(args);
   // Forked before any thread of this process exists.
   std::optional<BusyBurner> burner;
@@ -103,6 +109,11 @@ void register_demo_server_command(CommandSet& commands) {
                    "A second delay, on top of --delay, on every --tail-every-th response");
   demo->add_option("--tail-every", args->options.tail_every,
                    "Tail-delay every N-th response, e.g. 50 for 2 %");
+  demo->add_option("--cold-for", args->cold_for,
+                   "Testing aid: for this long after start, every response waits --cold-delay "
+                   "more (a service still warming up)");
+  demo->add_option("--cold-delay", args->cold_delay, "The extra wait while cold")
+      ->capture_default_str();
   demo->add_option("--error-every", args->options.error_every, "Every N-th response is a 500");
   demo->add_option("--work", args->work, "CPU burned per response, e.g. 50us");
   demo->add_option("--work-rounds", args->options.work_rounds,

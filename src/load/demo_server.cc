@@ -76,6 +76,7 @@ struct ServerState {
 
   const DemoServerOptions options;
   const std::string body;  // of counted responses, built once
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // One counter for the whole server: the N-th response is exact across
   // connections for the dials (the server is not what is being measured).
   std::shared_ptr<std::atomic<uint64_t>> served;
@@ -254,6 +255,8 @@ Response counted_response(const ServerState& s) {
   Nanos wait{0};
   if (o.delay_every > 0 && n % o.delay_every == 0) wait += o.delay;
   if (o.tail_every > 0 && n % o.tail_every == 0) wait += o.tail_delay;
+  if (o.cold_for > Nanos::zero() && std::chrono::steady_clock::now() - s.started < o.cold_for)
+    wait += o.cold_delay;
   // One sleep for both: two sleeps would each add their own oversleep.
   if (wait > Nanos::zero()) sleep_unless_stopped(wait, s);
   if (o.work > Nanos::zero()) burn_cpu(o.work);

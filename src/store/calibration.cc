@@ -7,6 +7,7 @@
 
 #include "perfgate/core/error.h"
 #include "perfgate/core/statistics.h"
+#include "perfgate/core/units.h"
 #include "perfgate/core/verdict.h"
 
 namespace perfgate {
@@ -180,6 +181,57 @@ namespace {
 
 // The limits a metric's plan decides between: the profile's where it sets
 // them, else the suggested ones.
+// The first kept window of each run against the median of its later ones.
+std::optional<WarmupTransient> warmup_transient(const MetricDef& def,
+                                                const std::vector<RunFigures>& runs) {
+  std::vector<double> logs;  // log(first / later)
+  for (const auto& run : runs) {
+    const auto& values = run.values.at(std::string(def.key));
+    if (values.size() < 3) return std::nullopt;
+    double rest = stats::median(std::vector<double>(values.begin() + 1, values.end()));
+    if (!(values.front() > 0) || !(rest > 0)) return std::nullopt;
+    logs.push_back(std::log(values.front() / rest));
+  }
+  WarmupTransient w;
+  w.runs = static_cast<int>(logs.size());
+  double mean = 0, ss = 0;
+  for (double l : logs) mean += l / w.runs;
+  for (double l : logs) ss += (l - mean) * (l - mean);
+  double half = stats::student_t_quantile(0.975, w.runs - 1) * std::sqrt(ss / (w.runs - 1)) /
+                std::sqrt(static_cast<double>(w.runs));
+  w.first_pct = std::expm1(mean) * 100;
+  w.low_pct = std::expm1(mean - half) * 100;
+  w.high_pct = std::expm1(mean + half) * 100;
+  w.found = def.better == Better::kHigher
+                ? w.high_pct < 0 && w.first_pct <= -kWarmupTransientPct
+                : w.low_pct > 0 && w.first_pct >= kWarmupTransientPct;
+  return w;
+}
+
+std::string warmup_text(const Calibration& c) {
+  std::string found;
+  int checked = 0;
+  for (const auto& n : c.metrics) {
+    if (!n.warmup) continue;
+    ++checked;
+    if (!n.warmup->found) continue;
+    const auto& w = *n.warmup;
+    found += "  " + n.metric + ": the first kept window is " + fixed(std::abs(w.first_pct), 1) +
+             (w.first_pct < 0 ? "% lower" : "% higher") + " than the later ones (95% CI " +
+             fixed(w.low_pct, 1) + " to " + fixed(w.high_pct, 1) + "%, " +
+             std::to_string(w.runs) + " runs)\n";
+  }
+  if (checked == 0)
+    return "warm-up: not checked (each run needs 3 kept windows: a first and two after it)\n";
+  if (found.empty())
+    return "warm-up: no transient after load.warmup " + c.warmup +
+           " (each run's first kept window against its later ones)\n";
+  return "warm-up: the service is still warming up after load.warmup " + c.warmup +
+         "; lengthen it (or paired.leg_warmup) until this goes, or a paired run with one "
+         "window a launch counts the transient in every pair:\n" +
+         found;
+}
+
 PlanLimits plan_limits(const MetricNoise& n, const Profile& profile, const CalibrationAsk& ask) {
   PlanLimits l{n.suggested_warn_pct, n.suggested_fail_pct, ask.detect_pct};
   if (auto it = profile.thresholds.find(n.metric); it != profile.thresholds.end() && n.gated) {
@@ -239,6 +291,7 @@ Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profil
   c.runs = static_cast<int>(runs.size());
   c.window = profile.baseline.window;
   c.confidence = profile.baseline.confidence;
+  c.warmup = format_duration(profile.load.warmup);
   Setting s{c.window, c.confidence / 100, profile.repeat.count - profile.repeat.discard};
   // Each tested metric is judged at the run's level split over them: so is it planned.
   double family_level = family_confidence(c.confidence, family_bound(profile.thresholds));
@@ -258,6 +311,7 @@ Calibration calibrate(const std::vector<RunFigures>& runs, const Profile& profil
                                          plan_limits(*n, profile, ask), family_level);
         n->seconds = 2 * n->launches * (ask.cost.launch_s + n->block * ask.cost.window_s);
       }
+      n->warmup = warmup_transient(def, runs);
       if (n->gated) kept = std::max(kept, iterations_for(*n, s));
       c.metrics.push_back(*n);
     }
@@ -309,7 +363,7 @@ std::string calibration_report(const Calibration& c) {
            (n.day_sd_pct ? fixed(*n.day_sd_pct, 1) + "%" : std::string("- (one day)")) + "; " +
            plan_text(n) + "\n";
   }
-  return out;
+  return out + warmup_text(c);
 }
 
 }  // namespace perfgate

@@ -204,6 +204,38 @@ TEST_F(HistoryCliTest, BaselineRunFlagPinsAndChecksTheRun) {
   EXPECT_NE(pinned.out.find("pinned to run 1"), std::string::npos) << pinned.out;
 }
 
+// Issue 39, item 4: calibrate checks the warm-up transient, as a user meets it:
+// a service that answers 2 ms slower for its first 250 ms, started by each run,
+// and no load.warmup. The first window of every run is far slower than the
+// later ones, and calibrate says to lengthen the warm-up.
+TEST_F(HistoryCliTest, CalibrateFindsAServiceStillWarmingUpAfterTheWarmUp) {
+  auto port = std::to_string(testing::unused_port());
+  auto cold = dir_ / "cold.json";
+  testing::write_file(cold, R"({
+    "name": "cold", "target": { "url": "http://127.0.0.1:${TARGET_PORT}/" },
+    "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
+    "repeat": { "count": 4, "discard": 0 },
+    "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                    "steal": "100%", "memory_available": "0%" },
+    "service": { "command": ["${PERFGATE}", "demo-server", "--port", "${TARGET_PORT}",
+                             "--delay", "200us", "--cold-for", "250ms", "--cold-delay", "2ms"],
+                 "ready_url": "http://127.0.0.1:${TARGET_PORT}/health" } })");
+  auto json_path = dir_ / "calibration.json";
+  auto c = testing::run_command({testing::perfgate_binary(), "calibrate", cold.string(), "--runs",
+                                 "3", "--no-record", "--json", json_path.string()},
+                                {{"TARGET_PORT", port}});
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("warm-up: the service is still warming up after load.warmup 0s"),
+            std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("throughput_rps: the first kept window is "), std::string::npos) << c.out;
+  auto warmup = nlohmann::json::parse(testing::read_file(json_path))["metrics"]["throughput_rps"]
+                                                                    ["warmup_transient"];
+  EXPECT_TRUE(warmup["found"].get<bool>()) << warmup;
+  EXPECT_LT(warmup["first_window_pct"].get<double>(), -20) << warmup;  // lower throughput
+  EXPECT_EQ(warmup["runs"], 3);
+}
+
 TEST_F(HistoryCliTest, CalibrateStoresRunsThatAreNeverBaselinesAndSuggestsLimits) {
   DemoServerProcess steady(kSteady);
   auto json_path = dir_ / "calibration.json";

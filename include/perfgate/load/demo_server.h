@@ -39,6 +39,10 @@ struct DemoServerOptions {
   /// scheduler places exactly one service thread beside the load (issue 27's
   /// case). Delays and stalls then hold up every connection, as they would there.
   bool single_thread = false;
+  /// A service still warming up (a JIT, cold caches): every response in the
+  /// first `cold_for` after the server starts waits `cold_delay` more.
+  Nanos cold_for{0};
+  Nanos cold_delay{0};
 };
 
 /// A small HTTP/1.1 keep-alive server on loopback, one thread per connection

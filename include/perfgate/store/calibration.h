@@ -12,6 +12,24 @@
 
 namespace perfgate {
 
+/// Each run's first kept window against its later ones (issue 39, item 4): a
+/// service still warming up after load.warmup makes the first window worse,
+/// which a paired run's one window a launch takes as noise, or as a change
+/// where the two builds warm differently.
+struct WarmupTransient {
+  double first_pct = 0;  // the first window's change from the later ones' median, %
+  double low_pct = 0;    // its 95 % interval (Student t over the runs' log ratios)
+  double high_pct = 0;
+  int runs = 0;
+  /// The interval is wholly on the metric's worse side and the change at least
+  /// kWarmupTransientPct: the warm-up is too short for this service.
+  bool found = false;
+};
+
+/// The least first-window change (%) calibrate calls a warm-up transient: less
+/// is within what a paired run's launch noise holds anyway.
+inline constexpr double kWarmupTransientPct = 2.0;
+
 /// One metric's noise over the calibration runs, in % of its typical figure.
 struct MetricNoise {
   std::string metric;
@@ -38,6 +56,8 @@ struct MetricNoise {
   int block = 1;
   int launches = 0;
   double seconds = 0;  // the measuring time that takes, both sides
+  /// Empty when a run kept fewer than 3 windows (a first and two to compare).
+  std::optional<WarmupTransient> warmup;
 };
 
 /// What a launch and a window cost, in seconds: a launch starts the service
@@ -76,7 +96,8 @@ int launches_to_detect(double window_sd, double launch_sd, int block, const Plan
 
 struct Calibration {
   int runs = 0;
-  int window = 0;  // the profile's baseline.window the figures assume
+  std::string warmup;  // the profile's load.warmup, for the advice
+  int window = 0;      // the profile's baseline.window the figures assume
   double confidence = 0;
   std::vector<MetricNoise> metrics;  // metric_defs() then host_metric_defs() order
   int suggested_repeat_count = 0;    // kept iterations per run for the suggested limits
