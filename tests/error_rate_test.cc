@@ -115,6 +115,23 @@ TEST(ErrorRate, OneBurstIsNoSureFail) {
   EXPECT_EQ(judge(one, nullptr, error_max(0.1), {}).verdict, Verdict::kFail);
 }
 
+// A sequential run looks again and again, and a fail at any look stops it: the
+// error rate's bound is judged at the look's stricter level, as the relative
+// metrics are, or a rate just under the max would fail more often than alpha / 2
+// over the looks. 52 of 36,000 failed: surely past 0.1 % at one look's 97.5 %,
+// not at a look of 99.5 % (one-sided 99.75 %).
+TEST(ErrorRate, ASequentialLookJudgesTheBoundAtItsOwnLevel) {
+  auto one = run_figures(windows({36000}, {52}));
+  ASSERT_GT(error_rate_bound(one, 0.975).lower_pct, 0.1);
+  ASSERT_LT(error_rate_bound(one, 0.9975).lower_pct, 0.1);
+  EXPECT_EQ(judge(one, nullptr, error_max(0.1), {}).verdict, Verdict::kFail);
+  DecisionSettings look;
+  look.look_level = [](double) { return 99.5; };
+  auto j = judge(one, nullptr, error_max(0.1), {}, look);
+  EXPECT_EQ(error_check(j).verdict, Verdict::kWarn) << error_check(j).message;
+  EXPECT_NE(error_check(j).message.find("at 99.75%"), std::string::npos) << error_check(j).message;
+}
+
 // Runs of 12 windows of 2500-3500 requests whose errors arrive as a Poisson
 // stream of bursts, each failing `burst` requests at once.
 class ErrorSimulation {

@@ -544,11 +544,15 @@ Judgement judge(const RunFigures& now, const BaselineSample* baseline, const Thr
   j.family = tested_family(now, baseline, limits) + settings.extra_family;
   j.confidence_pct = family_confidence(settings.confidence, j.family);
   if (settings.look_level) j.confidence_pct = settings.look_level(j.confidence_pct);
+  // The error rate's own alpha is not split over the metrics, but a sequential
+  // run's looks spend it as they spend theirs: a fail at any look stops the run.
+  double absolute_level =
+      settings.look_level ? settings.look_level(settings.confidence) : settings.confidence;
   for (auto defs : {metric_defs(), host_metric_defs()}) {
     for (const auto& def : defs) {
       if (!now.summary.contains(def.key)) continue;
       j.checks.push_back(
-          check_metric(def, now, baseline, limits, j.confidence_pct, settings.confidence));
+          check_metric(def, now, baseline, limits, j.confidence_pct, absolute_level));
       if (drift_reference && j.checks.back().gated)
         check_drift(def, now, *drift_reference, j.confidence_pct, j.checks.back());
     }
