@@ -202,9 +202,8 @@ std::optional<WarmupTransient> warmup_transient(const MetricDef& def,
   w.first_pct = std::expm1(mean) * 100;
   w.low_pct = std::expm1(mean - half) * 100;
   w.high_pct = std::expm1(mean + half) * 100;
-  w.found = def.better == Better::kHigher
-                ? w.high_pct < 0 && w.first_pct <= -kWarmupTransientPct
-                : w.low_pct > 0 && w.first_pct >= kWarmupTransientPct;
+  w.found = def.better == Better::kHigher ? w.high_pct < 0 && w.first_pct <= -kWarmupTransientPct
+                                          : w.low_pct > 0 && w.first_pct >= kWarmupTransientPct;
   return w;
 }
 
@@ -218,8 +217,8 @@ std::string warmup_text(const Calibration& c) {
     const auto& w = *n.warmup;
     found += "  " + n.metric + ": the first kept window is " + fixed(std::abs(w.first_pct), 1) +
              (w.first_pct < 0 ? "% lower" : "% higher") + " than the later ones (95% CI " +
-             fixed(w.low_pct, 1) + " to " + fixed(w.high_pct, 1) + "%, " +
-             std::to_string(w.runs) + " runs)\n";
+             fixed(w.low_pct, 1) + " to " + fixed(w.high_pct, 1) + "%, " + std::to_string(w.runs) +
+             " runs)\n";
   }
   if (checked == 0)
     return "warm-up: not checked (each run needs 3 kept windows: a first and two after it)\n";

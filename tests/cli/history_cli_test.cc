@@ -229,8 +229,8 @@ TEST_F(HistoryCliTest, CalibrateFindsAServiceStillWarmingUpAfterTheWarmUp) {
             std::string::npos)
       << c.out;
   EXPECT_NE(c.out.find("throughput_rps: the first kept window is "), std::string::npos) << c.out;
-  auto warmup = nlohmann::json::parse(testing::read_file(json_path))["metrics"]["throughput_rps"]
-                                                                    ["warmup_transient"];
+  auto warmup = nlohmann::json::parse(
+      testing::read_file(json_path))["metrics"]["throughput_rps"]["warmup_transient"];
   EXPECT_TRUE(warmup["found"].get<bool>()) << warmup;
   EXPECT_LT(warmup["first_window_pct"].get<double>(), -20) << warmup;  // lower throughput
   EXPECT_EQ(warmup["runs"], 3);
