@@ -172,6 +172,7 @@ SequentialStep next_step(const Judgement& judgement, bool saturated, bool stoppe
   double final_pct = plan.look_confidence(
       family_confidence(plan.confidence, std::max(judgement.family, 1)), plan.max_count);
   for (const auto& c : judgement.checks) {
+    if (c.verdict == Verdict::kFail && !c.inconclusive) step.failed.push_back(c.metric);
     if (!undecided(c)) continue;
     // Non-binding futility: stopping cannot add a fail, only forgo one. Only
     // when neither answer is within reach: an A/A run, which cannot fail, may
@@ -186,8 +187,12 @@ SequentialStep next_step(const Judgement& judgement, bool saturated, bool stoppe
     }
     (futile ? step.futile : step.undecided).push_back(c.metric);
   }
-  // A saturated load machine or a signal is not something more windows fix.
-  step.more = !step.undecided.empty() && !saturated && !stopped && plan.next_batch(taken) > 0;
+  // A saturated load machine or a signal is not something more windows fix. A
+  // fail decides the run: stopping at the first crossing keeps a later look
+  // from undoing it (issue 39, finding 2), whichever metric crossed; measuring
+  // on for another metric spent the budget on a verdict already given.
+  step.more = !step.undecided.empty() && step.failed.empty() && !saturated && !stopped &&
+              plan.next_batch(taken) > 0;
   return step;
 }
 
@@ -204,9 +209,10 @@ std::string stop_reason(const SequentialStep& last, bool saturated, bool stopped
            " could plausibly neither fail nor pass by max_count " + std::to_string(plan.max_count) +
            " (below 10% even at the end of its interval that favours each)";
   if (last.undecided.empty()) return "decided after " + after;
-  std::string which = " (";
-  for (size_t i = 0; i < last.undecided.size(); ++i) which += (i ? ", " : "") + last.undecided[i];
-  which += ")";
+  std::string which = " (" + listed(last.undecided) + ")";
+  if (!last.failed.empty())
+    return "failed after " + after + " (" + listed(last.failed) +
+           "): more could not undo the run's fail; still undecided" + which;
   if (stopped) return "stopped by a signal after " + after + ": still undecided" + which;
   if (saturated) return "load machine saturated after " + after + ": still undecided" + which;
   if (plan.budget_cut) return "repeat.budget reached after " + after + ": still undecided" + which;

@@ -73,6 +73,9 @@ struct SequentialStep {
   bool more = false;                   // measure another batch
   std::vector<std::string> undecided;  // the metrics that asked for it
   std::vector<std::string> futile;     // undecided, but neither a fail nor a pass is in reach
+  /// Metrics that failed at this look: the run's verdict is decided, and it
+  /// stops, whatever is still undecided (more pairs could only undo the fail).
+  std::vector<std::string> failed;
 };
 
 /// Below this conditional power a fail (and a pass) is out of reach: the
