@@ -5,9 +5,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -41,6 +43,24 @@ void install_stop_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // Past `ulimit -f` a write fails with EFBIG and the error says so, where
+  // SIGXFSZ's default ended the command without a word (issue 41, item 20).
+  signal(SIGXFSZ, SIG_IGN);
+}
+
+// Under `ulimit -s 64` a nested profile crashed validate, and every thread
+// perfgate starts gets a stack of the same size (issue 41, item 16). The
+// usual default is 8 MiB; below this, one line says which limit to raise.
+constexpr rlim_t kLeastStackBytes = 256 * 1024;
+
+void check_stack_limit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_STACK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      limit.rlim_cur >= kLeastStackBytes)
+    return;
+  throw Error("the stack limit is " + std::to_string(limit.rlim_cur / 1024) +
+              " KiB (ulimit -s); perfgate needs at least " +
+              std::to_string(kLeastStackBytes / 1024) + " KiB (8192 is the usual default)");
 }
 
 // On GitHub Actions the error also becomes an annotation on the checks page:
@@ -117,6 +137,21 @@ Nanos duration_flag(const std::string& flag, const std::string& text) {
                                             : std::string(": must be a duration like \"10s\"")) +
                 ", got \"" + text + "\"");
   return *d;
+}
+
+CLI::Validator whole_number_from(long long least) {
+  return CLI::Validator(
+      [least](std::string& text) -> std::string {
+        long long value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc::result_out_of_range)
+          return "is too large a number (at most 9223372036854775807), got " + printable(text);
+        if (ec != std::errc() || end != text.data() + text.size())
+          return "must be a whole number, got \"" + printable(text) + "\"";
+        if (value < least) return "must be " + std::to_string(least) + " or more, got " + text;
+        return "";
+      },
+      least > 0 ? "POSITIVE" : "NONNEGATIVE");
 }
 
 namespace {
@@ -215,6 +250,7 @@ int run_cli(int argc, char** argv) {
   PrintableOutput printable_stdout(std::cout);
   try {
     setup_logging(cli.log_level, cli.quiet);
+    check_stack_limit();
     if (!cli.lock_wait.empty())
       set_store_lock_wait(std::chrono::duration_cast<std::chrono::milliseconds>(
           duration_flag("--lock-wait", cli.lock_wait)));

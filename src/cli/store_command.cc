@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "perfgate/cli/command.h"
+#include "perfgate/core/bounded_read.h"
 #include "perfgate/core/checked.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/exit_status.h"
@@ -83,6 +84,13 @@ int export_to(const StoreOptions& opt) {
 }
 
 int import_from(const StoreOptions& opt) {
+  // Before any open: a FIFO's open() waits for a writer, and one left open held
+  // the store's write lock as long as it stayed open; /dev/zero or a folder
+  // "imported 0 runs" with exit 0 (issue 41, items 9 and 20).
+  if (auto kind = special_file_kind(opt.import_path); !kind.empty())
+    throw Error(opt.import_path.string() + ": is " + kind +
+                ", not an export file (store export --output writes one; save a pipe's "
+                "runs to a file first)");
   std::ifstream in(opt.import_path);
   if (!in) throw Error(opt.import_path.string() + ": cannot read the import file");
   auto store = BaselineStore::open(opt.store_path);
@@ -178,7 +186,7 @@ void add_import_and_prune(CommandSet& commands, CLI::App* store,
   commands.add(import_cmd, [opt](const CommandContext&) { return import_from(*opt); });
   auto* prune_cmd = add_store_flag(store->add_subcommand("prune", "Delete old runs"), *opt);
   prune_cmd->add_option("--keep", opt->keep, "Newest runs to keep per profile and branch")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_from(0));
   prune_cmd->add_option("--older-than", opt->older_than, "Delete runs older than this (30d, 12h)");
   prune_cmd->add_flag("--policy", opt->policy,
                       "Keep what judging needs (baseline and drift windows per profile, branch "
@@ -188,7 +196,7 @@ void add_import_and_prune(CommandSet& commands, CLI::App* store,
                    "With --policy: newest runs kept per "
                    "profile and branch")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_from(0));
   prune_cmd->add_option("--max-size", opt->max_size,
                         "With --policy: then delete the oldest runs judging does not need "
                         "until the file is at most this big (50MB, 1GiB), and vacuum it");

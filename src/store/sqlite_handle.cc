@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string_view>
 #include <thread>
 
@@ -69,7 +70,7 @@ void fail_if_locked(Db db, int rc) {
     fail(db, "interrupted while waiting for the store lock; the store is unchanged");
   auto waited_s = std::to_string((lock_waited_ms.load() + 500) / 1000);
   throw StoreLocked(db.path.string() + ": the store is locked by another process (" +
-                    sqlite3_errmsg(db.handle) + "); gave up after waiting " + waited_s +
+                    reason(db.handle) + "); gave up after waiting " + waited_s +
                     "s in all for its lock (see --lock-wait); the store is unchanged");
 }
 
@@ -84,7 +85,18 @@ void set_lock_wait(std::chrono::milliseconds budget) {
 }
 
 void fail(Db db, std::string_view what) {
-  throw Error(db.path.string() + ": " + std::string(what) + " (" + sqlite3_errmsg(db.handle) + ")");
+  throw Error(db.path.string() + ": " + std::string(what) + " (" + reason(db.handle) + ")");
+}
+
+std::string reason(sqlite3* handle) {
+  std::string why = sqlite3_errmsg(handle);
+  // "disk I/O error" alone hides what the system said: a full disk, `ulimit -f`.
+  int primary = sqlite3_errcode(handle) & 0xff;
+  int system = sqlite3_system_errno(handle);
+  if (system != 0 &&
+      (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN))
+    why += ": " + std::string(std::strerror(system));
+  return why;
 }
 
 Statement::Statement(Db db, std::string_view sql) : db_(db) {

@@ -25,6 +25,10 @@ struct Db {
 /// Throws Error "PATH: WHAT (sqlite message)".
 [[noreturn]] void fail(Db db, std::string_view what);
 
+/// SQLite's message for the handle's last error, with the system's own words
+/// where an I/O error had an errno ("disk I/O error: File too large").
+std::string reason(sqlite3* handle);
+
 /// How long this process waits for other processes' locks, in all; past it, a
 /// statement still locked out throws StoreLocked.
 void set_lock_wait(std::chrono::milliseconds budget);

@@ -207,6 +207,40 @@ TEST_F(SpecialFileCliTest, AFifoAsAShardAnEventFileOrAPidFileIsRefused) {
   }
 }
 
+// Issue 41, items 9 and 20: `store import FIFO` held the store's write lock as
+// long as the pipe stayed open; /dev/zero and a folder "imported 0 runs", exit
+// 0. Each is refused before the store is opened, and the store keeps its runs.
+TEST_F(SpecialFileCliTest, ImportOfAFifoADeviceOrAFolderIsRefusedBeforeTheStoreOpens) {
+  ASSERT_EQ(mkfifo(fifo_.c_str(), 0600), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {fifo_.string(), "is a FIFO (named pipe), not an export file"},
+      {"/dev/zero", "is a device, not an export file"},
+      {dir_.path().string(), "is a folder, not an export file"}};
+  for (const auto& [file, says] : cases) {
+    auto r = testing::run_command({testing::perfgate_binary(), "--log-level", "error", "store",
+                                   "import", file, "--store", store_.string()},
+                                  {}, {}, 20);
+    EXPECT_EQ(r.exit_code, 3) << file << ": " << r.out << r.err;
+    EXPECT_EQ(lines_of(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(file + ": " + says), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).run_count(), 2);
+}
+
+// Issue 41, item 20: past `ulimit -f` the kernel's SIGXFSZ ended an import
+// without a word. Now the write fails, and the one line says why in the
+// system's words.
+TEST_F(SpecialFileCliTest, AnImportPastTheFileSizeLimitSaysSo) {
+  auto fresh = dir_ / "fresh.db";
+  auto r =
+      sh("ulimit -f 16; exec \"$0\" --log-level error store import \"$1\" --store \"$2\"",
+         {(testing::source_dir() / "tests" / "fixtures" / "store_v4" / "export.jsonl").string(),
+          fresh.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(lines_of(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
+}
+
 // Issue 28, "errors printed twice": an output refused before the load was
 // refused again, as a warning, when the run's error reports were written to
 // the same outputs. At the default log level, the user reads it once.
