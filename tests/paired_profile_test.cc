@@ -106,6 +106,12 @@ TEST(PairedProfileTest, RefusesWhatCannotBePaired) {
                      {"paired.baseline.origin", "the target's scheme (http://)"});
   expect_one_problem(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8080"}})"),
                      {"paired.baseline.origin", "the target's own origin"});
+  // Issue 41, item 4: another loopback address, the same port: one server
+  // listening on every local address answers both (the guard compared strings).
+  for (const char* same : {"http://127.0.0.2:8080", "http://localhost:8080", "http://[::1]:8080"})
+    expect_one_problem(
+        paired_profile(std::string(R"({"baseline": {"origin": ")") + same + R"("}})"),
+        {"paired.baseline.origin", "the target's port on another loopback address"});
   expect_one_problem(paired_profile(R"({"baseline": {"origin": "ftp://x"}})"),
                      {"paired.baseline.origin", "ftp"});
   expect_one_problem(paired_profile(R"({"baseline": {}})"), {"paired.baseline.origin", "required"});

@@ -313,6 +313,22 @@ void check_pairs_reach_level(const Section& s, const Profile& p, int block) {
                                       : " (repeat.count - repeat.discard)"));
 }
 
+// An origin's host and port ("http://h:p"; the scheme's port when none).
+std::pair<std::string, std::string> host_and_port(const std::string& origin) {
+  auto scheme = origin.find("://");
+  std::string rest = scheme == std::string::npos ? origin : origin.substr(scheme + 3);
+  if (auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
+  auto colon = rest.rfind(':');
+  if (colon == std::string::npos || rest.find(']', colon) != std::string::npos)
+    return {rest, origin.starts_with("https") ? "443" : "80"};
+  return {rest.substr(0, colon), rest.substr(colon + 1)};
+}
+
+bool loopback_host(const std::string& host) {
+  return host == "localhost" || host.ends_with(".localhost") || host.starts_with("127.") ||
+         host == "[::1]" || host == "0.0.0.0" || host == "[::]";
+}
+
 void check_origin(const Section& b, const std::string& origin, const Profile& p) {
   std::string path = origin.substr(url_origin(origin).size());
   if (!path.empty() && path != "/") {
@@ -328,8 +344,16 @@ void check_origin(const Section& b, const std::string& origin, const Profile& p)
                             "://), so that both sides take the same engine, got " +
                             json_quoted(origin));
   std::string candidate = url_origin(p.target.url);
+  auto [base_host, base_port] = host_and_port(url_origin(origin));
+  auto [target_host, target_port] = host_and_port(candidate);
   if (url_origin(origin) == candidate)
     b.problem("origin", "is the target's own origin; the baseline build must answer elsewhere");
+  else if (base_port == target_port && loopback_host(base_host) && loopback_host(target_host))
+    b.problem("origin", "is the target's port on another loopback address (" + base_host + " and " +
+                            target_host +
+                            "): a server listening on every local address answers both, and "
+                            "the run would compare it with itself; give the baseline build its "
+                            "own port");
   for (const auto& request : p.requests)
     if (url_origin(request.url) != candidate)
       b.problem("origin",
