@@ -68,16 +68,18 @@ std::vector<RunRecord> newest_first(BaselineStore& store, const std::string& pro
 std::vector<RunRecord> series_rows(BaselineStore& store, const ReportOptions& opt) {
   std::vector<RunRecord> rows;
   std::optional<std::pair<std::string, std::string>> series;  // name, hash
-  store.each_run(opt.profile, "", opt.limit, [&](RunRecord&& run) {
+  // The branch's own newest run picks the series: the store's newest, of
+  // another hash on another branch, left none to draw (issue 41, item 6).
+  store.each_run(opt.profile, opt.branch, opt.limit, [&](RunRecord&& run) {
     if (!series) series.emplace(run.profile_name, run.profile_hash);
     if (run.profile_name != series->first || run.profile_hash != series->second) return;
-    if (!opt.branch.empty() && run.ci.branch != opt.branch) return;
     if (!rows.empty()) run.profile_json = std::string();
     rows.push_back(std::move(run));
   });
   if (!series)
     throw Error(store.path().string() + ": no runs" +
-                (opt.profile.empty() ? "" : " of profile \"" + opt.profile + "\""));
+                (opt.profile.empty() ? "" : " of profile \"" + opt.profile + "\"") +
+                (opt.branch.empty() ? "" : " on branch \"" + opt.branch + "\" (see --branch)"));
   std::reverse(rows.begin(), rows.end());
   return rows;
 }
@@ -86,7 +88,6 @@ std::vector<RunRecord> series_rows(BaselineStore& store, const ReportOptions& op
 // iterations alone are read (chart_sample.h).
 HtmlReportInput report_input(BaselineStore& store, const ReportOptions& opt) {
   auto rows = series_rows(store, opt);
-  if (rows.empty()) throw Error("no runs on branch \"" + opt.branch + "\" (see --branch)");
   auto picked = chart_sample(rows, kChartedRuns, baseline_index(rows));
   std::vector<RunRecord> runs;
   for (size_t i : picked) runs.push_back(std::move(rows[i]));
@@ -136,7 +137,7 @@ void register_report(CommandSet& commands) {
                   "At most this many recent runs (0: all; a long history is charted from a "
                   "sample that keeps every failed and saturated run)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_from(0));
   commands.add(cmd, [opt](const CommandContext&) { return run_report(*opt); });
 }
 

@@ -135,6 +135,25 @@ TEST(ReportCliTest, ReportsOneBranch) {
   EXPECT_NE(report.err.find("no runs on branch \"feature/none\""), std::string::npos) << report.err;
 }
 
+// Issue 41, item 6: the store's newest run, of another hash on another branch,
+// picked the series, and `--branch main` then said "no runs on branch main".
+TEST(ReportCliTest, OneBranchIsChartedWhateverTheNewestRunOfAnotherBranch) {
+  testing::TempDir dir;
+  fs::path store = make_store(dir);
+  {
+    auto writer = BaselineStore::open(store);
+    RunRecord other = testing::synthetic_run(kRuns + 1, 9000, 5.0);
+    other.ci.branch = "feature/x";
+    other.profile_hash = "another-test";
+    writer.record(other);
+  }
+  auto report = testing::run_command({testing::perfgate_binary(), "report", "--html",
+                                      (dir / "r.html").string(), "--store", store.string(),
+                                      "--branch", "main"});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find(std::to_string(kRuns) + " runs"), std::string::npos) << report.out;
+}
+
 TEST(ReportCliTest, ExportsTheLatestRunForGithubActionBenchmark) {
   testing::TempDir dir;
   fs::path store = make_store(dir);
