@@ -26,6 +26,7 @@
 
 #include "packed_text.h"
 #include "perfgate/core/error.h"
+#include "perfgate/core/printable.h"
 #include "perfgate/store/cost_record.h"
 #include "sqlite_handle.h"
 #include "store_schema.h"
@@ -226,10 +227,12 @@ void insert_samples(Db db, int64_t run_id, const std::string& json) {
   stmt.bind_all(run_id, Blob{packed}).run();
 }
 
-Verdict verdict_named(Db db, const std::string& name) {
+Verdict verdict_named(Db db, int64_t run_id, const std::string& name) {
   for (auto v : {Verdict::kPass, Verdict::kWarn, Verdict::kFail, Verdict::kError})
     if (to_string(v) == name) return v;
-  throw Error(db.path.string() + ": store holds an unknown verdict \"" + name + "\"");
+  throw Error(db.path.string() + ": run " + std::to_string(run_id) +
+              " holds an unknown verdict \"" + printable(name) +
+              "\" (perfgate store check lists what is damaged)");
 }
 
 // Written only by record(); a parse failure means damage. Most runs were not
@@ -267,7 +270,7 @@ RunRecord read_run(Statement& row, TextCache& texts) {
   run.engine = col.text();
   run.threads = static_cast<int>(col.int64());
   run.connections = static_cast<int>(col.int64());
-  run.verdict = verdict_named(db, col.text());
+  run.verdict = verdict_named(db, run.id, col.text());
   run.saturation.saturated = col.int64() != 0;
   auto saturation_json = col.text();
   run.status = col.text();

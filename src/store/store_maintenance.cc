@@ -60,6 +60,16 @@ void iteration_problems(Db db, std::vector<std::string>& problems) {
   }
 }
 
+// Columns only perfgate writes, holding what no perfgate writes: every command
+// that reads the run refuses it, so check names it (issue 41, item 19).
+void value_problems(Db db, std::vector<std::string>& problems) {
+  Statement row(db,
+                "SELECT id, verdict FROM runs WHERE verdict NOT IN ('pass', 'warn', 'fail', "
+                "'error') ORDER BY id");
+  while (row.step())
+    problems.push_back(run_name(row.int64(0)) + ": unknown verdict \"" + row.text(1) + "\"");
+}
+
 // The flag is what eligible_runs() selects on, so it must agree with the rule
 // in RunRecord::eligible_as_baseline().
 void run_problems(BaselineStore& store, std::vector<std::string>& problems) {
@@ -147,7 +157,10 @@ std::vector<std::string> check_store(BaselineStore& store) {
   // The perfgate checks read rows SQLite may no longer trust.
   if (!problems.empty()) return problems;
   iteration_problems(db, problems);
-  run_problems(store, problems);
+  auto before = problems.size();
+  value_problems(db, problems);
+  // The runs themselves cannot be read past a value problem.
+  if (problems.size() == before) run_problems(store, problems);
   return problems;
 }
 

@@ -184,6 +184,26 @@ TEST_F(StoreCliTest, CheckOfADamagedStoreExits3) {
   EXPECT_NE(checked.out.find("eligible flag disagrees"), std::string::npos) << checked.out;
 }
 
+// Issue 41, item 19: a run whose verdict no perfgate writes aborted `history`
+// and `store check` alike. Check names the run; the readers say which run and
+// where to look, in one line.
+TEST_F(StoreCliTest, AnUnknownVerdictIsNamedByCheckAndByEveryReader) {
+  ASSERT_LE(testing::run_command(run_args(), env()).exit_code, 2);
+  {
+    auto store = BaselineStore::open(store_);
+    auto* sql = "UPDATE runs SET verdict = 'bogus' WHERE id = 1";
+    ASSERT_EQ(sqlite3_exec(store.connection(), sql, nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  auto checked = check();
+  EXPECT_EQ(checked.exit_code, 3) << checked.out << checked.err;
+  EXPECT_NE(checked.out.find("run 1: unknown verdict \"bogus\""), std::string::npos) << checked.out;
+  auto history = perfgate({"history", "--store", store_.string()});
+  EXPECT_EQ(history.exit_code, 3);
+  EXPECT_NE(history.err.find("run 1 holds an unknown verdict \"bogus\" (perfgate store check"),
+            std::string::npos)
+      << history.err;
+}
+
 // The host sampler's raw samples of one stored run, from `store export`.
 nlohmann::json exported_samples(const CommandResult& exported) {
   auto run = nlohmann::json::parse(exported.out.substr(0, exported.out.find('\n')));
