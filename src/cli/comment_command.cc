@@ -81,7 +81,7 @@ void register_comment_command(CommandSet& commands) {
       ->add_option_function<int64_t>(
           "--number", [opt](int64_t n) { opt->number = n; },
           "The pull request's number or merge request's IID (default: from the CI variables)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from(1));
   comment->add_option("--timeout", opt->timeout, "Longest time for each API request")
       ->capture_default_str();
   commands.add(comment, [opt](const CommandContext& ctx) { return post_comment(*opt, ctx); });

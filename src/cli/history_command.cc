@@ -303,7 +303,7 @@ void register_history(CommandSet& commands) {
   cmd->add_option("--branch", opt->branch, "Only runs of this branch");
   cmd->add_option("--limit", opt->limit, "At most this many runs (0: all)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_from(0));
   cmd->add_flag("--json", opt->json, "Print JSON (an array of runs) instead of a table");
   cmd->add_flag("--change-points", opt->change_points,
                 "List only the change points of the default branch's history (E-divisive)");
@@ -317,12 +317,12 @@ void register_compare(CommandSet& commands) {
       "compare", "Judge a stored run again against the runs before it, without new load");
   cmd->add_option("run", *run_id, "Run id (see perfgate history)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from(1));
   cmd->add_option("--store", opt->store_path, "Baseline store (SQLite)")->capture_default_str();
   cmd->add_option_function<int64_t>(
          "--baseline-run", [opt](int64_t id) { opt->baseline_run = id; },
          "Judge against this run alone")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from(1));
   cmd->add_flag("--any-host", opt->any_host, "Take baselines from runs on any load machine");
   cmd->add_flag("--any-placement", opt->any_placement,
                 "Take baselines from runs of either placement class (apart / mixed)");

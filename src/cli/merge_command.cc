@@ -117,7 +117,7 @@ void register_merge_command(CommandSet& commands) {
       ->add_option("--expect", wait->expect,
                    "How many shard files make the run: waited for with --wait, else the "
                    "missing ones are named")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from(1));
   add_gate_options(merge, opt);  // the same reports and baseline choice as run
   commands.add(merge, [opt, paths, wait](const CommandContext& ctx) {
     auto files = complete_shards(*paths, *wait, ctx.stop);

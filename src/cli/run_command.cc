@@ -30,7 +30,7 @@ void add_gate_options(CLI::App* command, const std::shared_ptr<RunOptions>& opt)
       ->add_option_function<int64_t>(
           "--baseline-run", [opt](int64_t id) { opt->baseline_run = id; },
           "Judge against this stored run alone (see perfgate history)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from(1));
   command->add_flag("--any-host", opt->any_host,
                     "Take baselines from runs on any load machine, not only matching ones");
   command->add_flag("--any-placement", opt->any_placement,

@@ -186,7 +186,9 @@ std::optional<int64_t> parse_byte_size(std::string_view text) {
   if (number.empty() || number.find('.') != number.rfind('.') || number == ".") return std::nullopt;
   for (const auto& [name, scale] : kUnits) {
     if (unit != name) continue;
-    double bytes = std::stod(number) * scale;
+    // strtod, not stod: a number past a double's range is infinite here, and
+    // refused below, where stod threw "stod" at the user (issue 41, item 20).
+    double bytes = std::strtod(number.c_str(), nullptr) * scale;
     if (!(bytes >= 1) || bytes > 9e18) return std::nullopt;
     return static_cast<int64_t>(bytes);
   }

@@ -103,6 +103,33 @@ TEST(HostileProfileLimits, RunningOutOfMemoryIsOneLineInPerfgatesWords) {
   EXPECT_EQ(lines_of(r.err), 1) << r.err;
 }
 
+// Issue 41, item 16: under `ulimit -s 64` validate died of SIGSEGV on a nested
+// profile, and every thread perfgate starts gets the same small stack. Too
+// small a stack is one line that says which limit to raise, whatever the command.
+TEST(HostileProfileLimits, TooSmallAStackLimitIsOneLineBeforeAnythingRuns) {
+  TempDir dir;
+  std::string nested = std::string(5000, '[') + std::string(5000, ']');
+  testing::write_file(dir / "nested.json",
+                      R"({"name": "deep", "target": {"url": "http://127.0.0.1:1/"},
+    "x": )" + nested + "}");
+  for (const char* limit : {"64", "128"}) {
+    auto probe = testing::run_command({"/bin/sh", "-c",
+                                       std::string("ulimit -s ") + limit + "; exec \"$0\" \"$@\"",
+                                       testing::perfgate_binary(), "--version"});
+    if (probe.exit_code != 0) GTEST_SKIP() << "this build does not start under ulimit -s " << limit;
+    auto r = testing::run_command({"/bin/sh", "-c",
+                                   std::string("ulimit -s ") + limit + "; exec \"$0\" \"$@\"",
+                                   testing::perfgate_binary(), "--log-level", "error", "validate",
+                                   (dir / "nested.json").string()});
+    EXPECT_EQ(r.exit_code, 3) << limit << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(std::string("perfgate: error: the stack limit is ") + limit +
+                         " KiB (ulimit -s); perfgate needs at least 256 KiB"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 TEST(HostileProfileLimits, ALoadTooLargeForTheMachineIsRefusedBeforeItsServiceStarts) {
   // Valid keys, each within its range: 1024 threads x 10,000 windows hold 64 KiB
   // of histograms a window, 626 GiB before the first request. It used to end in

@@ -10,9 +10,16 @@
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace perfgate {
+
+/// A flag's check: a whole number of at least `least`, refused in words ("must be
+/// 0 or more, got -5"). CLI11's NonNegativeNumber printed its range, whose upper
+/// end is the 309 digits of the largest double, and an id past int64 became
+/// another id (issue 41, item 20).
+CLI::Validator whole_number_from(long long least);
 
 /// What every subcommand may use besides its own flags.
 struct CommandContext {
