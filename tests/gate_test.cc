@@ -8,6 +8,7 @@
 
 #include "perfgate/store/baseline_store.h"
 #include "support/fake_measurer.h"
+#include "support/store_fixtures.h"
 #include "support/test_support.h"
 
 namespace perfgate {

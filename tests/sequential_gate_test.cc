@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/fake_measurer.h"
+#include "support/store_fixtures.h"
 #include "support/test_support.h"
 
 namespace perfgate {

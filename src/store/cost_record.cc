@@ -26,7 +26,10 @@ std::string text(const json& j, const char* key) {
 MetricSet launch_from(const json& j) {
   if (!j.is_object()) throw Error("cost.launches: each launch must be an object");
   MetricSet out;
-  for (const auto& [key, value] : j.items()) {
+  // Named, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
+    const json& value = item.value();
     auto defs = cost_metric_defs();
     if (std::none_of(defs.begin(), defs.end(), [&](const MetricDef& d) { return d.key == key; }))
       throw Error("cost.launches: unknown cost metric \"" + key.substr(0, 64) + "\"");

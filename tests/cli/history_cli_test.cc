@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/store/baseline_store.h"
+#include "support/store_fixtures.h"
 #include "support/test_support.h"
 
 namespace perfgate {

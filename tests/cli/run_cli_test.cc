@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "perfgate/store/baseline_store.h"
+#include "support/store_fixtures.h"
 #include "support/test_support.h"
 
 namespace perfgate {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/store_fixtures.h"
 #include "support/test_support.h"
 
 namespace perfgate {
