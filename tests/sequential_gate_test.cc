@@ -253,5 +253,32 @@ TEST_F(SequentialGateTest, PairedUndecidedRunExtendsUntilMaxCount) {
                    seq["look_levels_pct"][5].get<double>());
 }
 
+// A run that fails one metric stops measuring although another is still
+// undecided: more pairs could not undo the fail, only spend the budget (issue
+// 39: +10 % CPU gates measured on to 44 pairs for throughput's sake).
+TEST_F(SequentialGateTest, PairedFailOnOneMetricStopsTheRunWhileAnotherIsUndecided) {
+  std::string profile = kPaired;
+  profile.replace(profile.find(R"("thresholds": {)"), 15,
+                  R"("thresholds": { "latency_p99": { "warn": "10%", "fail": "20%" },)");
+  use(profile.c_str());
+  auto slow = [](std::vector<ScriptedWindow> w) {
+    for (auto& x : w) x.latency = 10ms;  // twice the baseline's 5 ms
+    return w;
+  };
+  EXPECT_EQ(paired(slow(windows({1000, 1000, 900, 1001, 901, 1002, 902, 1003, 903, 1004})),
+                   slow(windows({1005, 905}))),
+            ExitStatus::kFail);
+  EXPECT_EQ(*fake_.loads, 1);
+  EXPECT_EQ(stopped().rfind("failed after 10 pairs (latency_p99_ms): more could not undo the "
+                            "run's fail; still undecided (throughput_rps)",
+                            0),
+            0u)
+      << stopped();
+  auto json = result();
+  EXPECT_EQ(json["metrics"]["latency_p99_ms"]["verdict"], "fail");
+  EXPECT_NE(json["metrics"]["throughput_rps"]["verdict"], "pass");
+  EXPECT_NE(json["metrics"]["throughput_rps"]["verdict"], "fail");
+}
+
 }  // namespace
 }  // namespace perfgate
