@@ -45,5 +45,30 @@ TEST(PackedText, DamagedBytesAreAnErrorNamingTheirPlace) {
   }
 }
 
+// Issue 41, item 19: the declared length is judged before it is allocated.
+// Deflate expands at most 1032:1, and a text past the caller's most is damage.
+TEST(PackedText, ADeclaredLengthPastWhatCouldBeThereIsRefusedUnallocated) {
+  auto packed = packed_text::pack(std::string(1 << 20, 'a'));  // 1 MiB of one byte: ~1 KiB
+  std::string huge = packed;
+  for (size_t i = 1; i <= 4; ++i) huge[i] = '\xff';  // declares 4 GiB - 1
+  try {
+    packed_text::unpack(huge, "run 7 text");
+    ADD_FAILURE() << "accepted a 4 GiB declaration";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("declares 4294967295 bytes from"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(packed_text::unpack(packed, "run 7 text").size(), size_t{1} << 20)
+      << "a real 1000:1 text is refused";
+  try {
+    packed_text::unpack(packed, "histogram", packed_text::kMaxHistogram);
+    ADD_FAILURE() << "accepted 1 MiB as a histogram";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("declares 1048576 bytes, more than perfgate stores"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace perfgate

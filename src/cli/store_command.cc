@@ -1,10 +1,11 @@
-// `perfgate store check|export|import|prune|migrate`: maintenance of the baseline store.
+// `perfgate store check|export|import|prune|delete|migrate`: maintenance of the baseline store.
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include <unistd.h>
 
@@ -35,6 +36,7 @@ struct StoreOptions {
   bool policy = false;
   int64_t keep_last = PrunePolicy{}.keep_last;
   std::string max_size;
+  std::vector<int64_t> delete_ids;
 };
 
 PrunePolicy policy_of(const StoreOptions& opt) {
@@ -151,6 +153,14 @@ int prune(const StoreOptions& opt) {
   return 0;
 }
 
+int delete_by_id(const StoreOptions& opt) {
+  auto store = open_existing(opt.store_path, BaselineStore::Mode::kReadWrite);
+  auto deleted = delete_runs(store, opt.delete_ids);
+  std::cout << printable(opt.store_path.string()) << ": deleted " << deleted
+            << (deleted == 1 ? " run, " : " runs, ") << store.run_count() << " left\n";
+  return 0;
+}
+
 // Opening for writing migrates; this command does only that, so that an old
 // store can be upgraded (and compacted) before read-only commands use it.
 int migrate(const StoreOptions& opt) {
@@ -201,6 +211,12 @@ void add_import_and_prune(CommandSet& commands, CLI::App* store,
                         "With --policy: then delete the oldest runs judging does not need "
                         "until the file is at most this big (50MB, 1GiB), and vacuum it");
   commands.add(prune_cmd, [opt](const CommandContext&) { return prune(*opt); });
+  auto* delete_cmd = add_store_flag(
+      store->add_subcommand("delete", "Delete runs by id (one store check calls damaged)"), *opt);
+  delete_cmd->add_option("run", opt->delete_ids, "Ids of the runs (history lists them)")
+      ->required()
+      ->check(whole_number_from(1));
+  commands.add(delete_cmd, [opt](const CommandContext&) { return delete_by_id(*opt); });
   auto* migrate_cmd = add_store_flag(
       store->add_subcommand("migrate", "Upgrade an old store to this perfgate's schema"), *opt);
   commands.add(migrate_cmd, [opt](const CommandContext&) { return migrate(*opt); });

@@ -121,9 +121,19 @@ int64_t text_ref(Db db, const std::string& text) {
   return find.int64(0);
 }
 
+// What a user does about a run no command can read (issue 41, item 19).
+std::string damaged_hint(int64_t run_id) {
+  return "; perfgate store check lists what is damaged, perfgate store delete " +
+         std::to_string(run_id) + " removes the run";
+}
+
 std::string unpacked(Db db, const std::string& packed, int64_t run_id) {
-  return packed_text::unpack(packed,
-                             db.path.string() + ": run " + std::to_string(run_id) + " text");
+  try {
+    return packed_text::unpack(packed,
+                               db.path.string() + ": run " + std::to_string(run_id) + " text");
+  } catch (const Error& e) {
+    throw Error(e.what() + damaged_hint(run_id));
+  }
 }
 
 // The shared texts a listing of many runs refers to, each read and unpacked once.
@@ -231,8 +241,7 @@ Verdict verdict_named(Db db, int64_t run_id, const std::string& name) {
   for (auto v : {Verdict::kPass, Verdict::kWarn, Verdict::kFail, Verdict::kError})
     if (to_string(v) == name) return v;
   throw Error(db.path.string() + ": run " + std::to_string(run_id) +
-              " holds an unknown verdict \"" + printable(name) +
-              "\" (perfgate store check lists what is damaged)");
+              " holds an unknown verdict \"" + printable(name) + "\"" + damaged_hint(run_id));
 }
 
 // Written only by record(); a parse failure means damage. Most runs were not
@@ -300,7 +309,8 @@ Iteration read_iteration(Columns& col) {
                          .timeout = col.u64(),
                          .other = col.u64()};
   for (auto& count : s.statuses.by_class) count = col.u64();  // other, 1xx ... 5xx
-  s.latency = LatencyHistogram::deserialize(packed_text::unpack_if_packed(col.blob(), "histogram"));
+  s.latency = LatencyHistogram::deserialize(
+      packed_text::unpack_if_packed(col.blob(), "histogram", packed_text::kMaxHistogram));
   return it;
 }
 
@@ -334,7 +344,8 @@ class DetailReader {
         if (cpu) run.service_cpu_s.push_back(*cpu);
       }
     } catch (const Error& e) {
-      throw Error(db_.path.string() + ": run " + std::to_string(run.id) + ": " + e.what());
+      throw Error(db_.path.string() + ": run " + std::to_string(run.id) + ": " + e.what() +
+                  damaged_hint(run.id));
     }
     if (!every_cpu) run.service_cpu_s.clear();
   }

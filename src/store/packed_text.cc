@@ -12,6 +12,7 @@ namespace {
 // Leaves room for another encoding later without guessing from the bytes.
 constexpr char kZlibTag = 'z';
 constexpr size_t kHeader = 1 + 4;  // tag, original length (little-endian)
+constexpr size_t kMaxDeflateRatio = 1032;
 
 [[noreturn]] void damaged(std::string_view what, std::string_view why) {
   throw Error(std::string(what) + ": stored text is damaged (" + std::string(why) + ")");
@@ -36,11 +37,21 @@ std::string pack(std::string_view text) {
   return out;
 }
 
-std::string unpack(std::string_view bytes, std::string_view what) {
+std::string unpack(std::string_view bytes, std::string_view what, size_t max_size) {
   if (bytes.size() < kHeader || bytes[0] != kZlibTag) damaged(what, "unknown encoding");
   uint32_t n = 0;
   for (size_t i = 0; i < 4; ++i)
     n |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[1 + i])) << (8 * i);
+  // The declared length is checked before it is allocated: a damaged or planted
+  // row declaring 4 GiB took 4.2 GB of memory, then "out of memory" from every
+  // command (issue 41, item 19). Deflate expands at most 1032:1.
+  auto compressed = bytes.size() - kHeader;
+  if (n > compressed * kMaxDeflateRatio + 64)
+    damaged(what, "declares " + std::to_string(n) + " bytes from " + std::to_string(compressed) +
+                      ", more than zlib can expand");
+  if (n > max_size)
+    damaged(what, "declares " + std::to_string(n) + " bytes, more than perfgate stores (" +
+                      std::to_string(max_size) + ")");
   std::string out(n, '\0');
   uLongf size = n;
   int rc = uncompress(reinterpret_cast<Bytef*>(out.data()), &size,
@@ -55,9 +66,9 @@ std::string pack_if_smaller(std::string bytes) {
   return packed.size() < bytes.size() ? packed : bytes;
 }
 
-std::string unpack_if_packed(std::string bytes, std::string_view what) {
+std::string unpack_if_packed(std::string bytes, std::string_view what, size_t max_size) {
   if (bytes.empty() || bytes[0] != kZlibTag) return bytes;
-  return unpack(bytes, what);
+  return unpack(bytes, what, max_size);
 }
 
 }  // namespace perfgate::packed_text

@@ -4,8 +4,10 @@
 #include <ctime>
 #include <istream>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
+#include <sstream>
 
 #include "packed_text.h"
 #include "perfgate/core/error.h"
@@ -36,14 +38,15 @@ std::string run_name(int64_t run_id) {
 void histogram_problem(Statement& row, std::vector<std::string>& problems) {
   auto where = run_name(row.int64(0)) + " iteration " + std::to_string(row.int64(1));
   try {
-    auto histogram =
-        LatencyHistogram::deserialize(packed_text::unpack_if_packed(row.blob(3), "histogram"));
+    auto histogram = LatencyHistogram::deserialize(
+        packed_text::unpack_if_packed(row.blob(3), "histogram", packed_text::kMaxHistogram));
     auto responses = static_cast<uint64_t>(row.int64(2));
     if (histogram.count() != responses)
       problems.push_back(where + ": histogram holds " + std::to_string(histogram.count()) +
                          " values for " + std::to_string(responses) + " responses");
   } catch (const Error& e) {
-    problems.push_back(where + ": histogram unreadable (" + e.what() + ")");
+    problems.push_back(where + ": histogram unreadable (" + e.what() + "); perfgate store delete " +
+                       std::to_string(row.int64(0)) + " removes the run");
   }
 }
 
@@ -72,14 +75,28 @@ void value_problems(Db db, std::vector<std::string>& problems) {
 
 // The flag is what eligible_runs() selects on, so it must agree with the rule
 // in RunRecord::eligible_as_baseline().
+// Each run read on its own: one damaged run is named (with the command that
+// removes it), not the end of the check.
 void run_problems(BaselineStore& store, std::vector<std::string>& problems) {
-  std::map<int64_t, RunRecord> runs;
-  for (auto& run : store.runs("", 0)) runs.emplace(run.id, std::move(run));
   Statement row({store.connection(), store.path()},
                 "SELECT id, eligible, "
                 "(SELECT count(*) FROM iterations WHERE run_id = runs.id) FROM runs ORDER BY id");
+  std::set<std::string> named;  // runs an earlier check named: not twice
+  for (const auto& problem : problems)
+    named.insert(problem.substr(0, problem.find_first_of(" :", 4)));
   while (row.step()) {
-    const RunRecord& run = runs.at(row.int64(0));
+    if (named.count(run_name(row.int64(0)))) continue;
+    std::optional<RunRecord> read;
+    try {
+      read = store.run(row.int64(0));
+    } catch (const Error& e) {
+      problems.push_back(run_name(row.int64(0)) + ": cannot be read (" + e.what() +
+                         "); perfgate store delete " + std::to_string(row.int64(0)) +
+                         " removes it");
+      continue;
+    }
+    if (!read) continue;
+    const RunRecord& run = *read;
     if (row.int64(2) == 0 && run.status != "aborted")
       problems.push_back(run_name(run.id) + ": no iterations, yet status is " + run.status);
     if (run.eligible_as_baseline() != (row.int64(1) != 0))
@@ -224,6 +241,55 @@ void note_prune(BaselineStore& store, const std::string& rule, int64_t deleted) 
 int stored_schema_version(const std::filesystem::path& path) {
   store_schema::check_is_perfgate_store(path);
   return static_cast<int>(store_schema::read_version(path));
+}
+
+void check_store_sound(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) == 0)
+    return;  // none yet (or not a file: the caller's other checks say so)
+  store_schema::check_is_perfgate_store(path);
+  std::string damage;
+  try {
+    auto handle = sqlite::connect_untouched(path);
+    Statement quick({handle.get(), path}, "PRAGMA quick_check(1)");
+    // "*** in database main ***\nPage 4: btreeInitPage() returns error code 11":
+    // one line, the page's.
+    if (quick.step() && quick.text(0) != "ok") {
+      std::istringstream lines(quick.text(0));
+      for (std::string line; std::getline(lines, line);)
+        if (!line.empty() && line.rfind("***", 0) != 0)
+          damage += (damage.empty() ? "" : "; ") + line;
+      if (damage.empty()) damage = "SQLite's quick_check failed";
+    }
+  } catch (const Error& e) {
+    damage = e.what();
+  }
+  if (!damage.empty())
+    throw Error(path.string() + ": the store is damaged (" + damage +
+                "); nothing was measured: perfgate store check says where; restore the store "
+                "from a backup or an export, or judge without storing with --no-record");
+}
+
+int64_t delete_runs(BaselineStore& store, const std::vector<int64_t>& ids) {
+  if (ids.empty()) throw Error("store delete: give the ids of the runs to delete");
+  Db db{store.connection(), store.path()};
+  if (sqlite3_db_readonly(db.handle, "main") == 1)
+    throw Error(store.path().string() + ": store is read-only; cannot delete runs");
+  sqlite::Transaction tx(db);
+  // Plain SQL on the ids: a run too damaged to be read can still be deleted.
+  Statement remove(db, "DELETE FROM runs WHERE id = ?");
+  int64_t deleted = 0;
+  for (auto id : std::set<int64_t>(ids.begin(), ids.end())) {
+    remove.reset();
+    remove.bind_all(id).run();
+    if (sqlite3_changes(db.handle) == 0)
+      throw Error(store.path().string() + ": no run " + std::to_string(id) + "; nothing deleted");
+    ++deleted;
+  }
+  drop_unused_texts(db);
+  note_prune(store, "delete", deleted);
+  tx.commit();
+  return deleted;
 }
 
 int64_t prune_runs(BaselineStore& store, const PruneRule& rule) {

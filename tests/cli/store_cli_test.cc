@@ -199,9 +199,50 @@ TEST_F(StoreCliTest, AnUnknownVerdictIsNamedByCheckAndByEveryReader) {
   EXPECT_NE(checked.out.find("run 1: unknown verdict \"bogus\""), std::string::npos) << checked.out;
   auto history = perfgate({"history", "--store", store_.string()});
   EXPECT_EQ(history.exit_code, 3);
-  EXPECT_NE(history.err.find("run 1 holds an unknown verdict \"bogus\" (perfgate store check"),
+  EXPECT_NE(history.err.find("run 1 holds an unknown verdict \"bogus\"; perfgate store check "
+                             "lists what is damaged, perfgate store delete 1 removes the run"),
             std::string::npos)
       << history.err;
+}
+
+// Issue 41, item 19: a histogram whose packed header declares 4 GiB took 4.2 GB
+// of memory, then "out of memory" from every command, and no command removed
+// the run. The declared size is refused before anything is allocated, check
+// names the run, and `store delete` removes it (without reading it); the run
+// before it stays.
+TEST_F(StoreCliTest, ARunDeclaringA4GiBHistogramIsNamedAndDeleted) {
+  ASSERT_LE(testing::run_command(run_args(), env()).exit_code, 2);
+  ASSERT_LE(testing::run_command(run_args(), env()).exit_code, 2);
+  {
+    auto store = BaselineStore::open(store_);
+    // 'z', then 0xFFFFFFFF little-endian, then a few bytes that are not zlib.
+    auto* sql =
+        "UPDATE iterations SET latency = x'7AFFFFFFFF789C0300' WHERE run_id = 2 AND idx = 0";
+    ASSERT_EQ(sqlite3_exec(store.connection(), sql, nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  auto checked = check();
+  EXPECT_EQ(checked.exit_code, 3) << checked.out << checked.err;
+  EXPECT_NE(checked.out.find("run 2 iteration 0: histogram unreadable"), std::string::npos)
+      << checked.out;
+  EXPECT_NE(checked.out.find("declares 4294967295 bytes"), std::string::npos) << checked.out;
+  EXPECT_NE(checked.out.find("perfgate store delete 2 removes the run"), std::string::npos)
+      << checked.out;
+  auto history = perfgate({"history", "--store", store_.string()});
+  EXPECT_EQ(history.exit_code, 3);
+  EXPECT_NE(history.err.find("perfgate store delete 2 removes the run"), std::string::npos)
+      << history.err;
+
+  auto none = perfgate({"store", "delete", "2", "7", "--store", store_.string()});
+  EXPECT_EQ(none.exit_code, 3);
+  EXPECT_NE(none.err.find("no run 7; nothing deleted"), std::string::npos) << none.err;
+  EXPECT_EQ(check().exit_code, 3) << "a refused delete deleted something";
+
+  auto deleted = perfgate({"store", "delete", "2", "--store", store_.string()});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_NE(deleted.out.find("deleted 1 run, 1 left"), std::string::npos) << deleted.out;
+  auto again = check();
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(perfgate({"history", "--store", store_.string()}).exit_code, 0);
 }
 
 // The host sampler's raw samples of one stored run, from `store export`.

@@ -51,6 +51,16 @@ void note_prune(BaselineStore& store, const std::string& rule, int64_t deleted);
 /// The schema version of the store at `path`, read without writing to it.
 int stored_schema_version(const std::filesystem::path& path);
 
+/// Before a run's load: the store at `path`, when it has content, is a perfgate
+/// store whose pages SQLite can read (PRAGMA quick_check, one pass over the
+/// file). A damaged page was found only after the whole load. Throws Error.
+void check_store_sound(const std::filesystem::path& path);
+
+/// Deletes the runs of these ids (iterations and samples with them) in one
+/// transaction, without reading them: a damaged run can be removed. An id that
+/// names no run deletes nothing at all. Returns how many.
+int64_t delete_runs(BaselineStore& store, const std::vector<int64_t>& ids);
+
 /// Deletes the runs the rule selects (iterations and samples with them) in one
 /// transaction; returns how many.
 int64_t prune_runs(BaselineStore& store, const PruneRule& rule);
