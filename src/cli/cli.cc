@@ -17,6 +17,8 @@
 #include <iostream>
 #include <new>
 #include <optional>
+#include <string>
+#include <system_error>
 
 #include "perfgate/cli/command.h"
 #include "perfgate/core/checked.h"
@@ -61,6 +63,27 @@ void check_stack_limit() {
   throw Error("the stack limit is " + std::to_string(limit.rlim_cur / 1024) +
               " KiB (ulimit -s); perfgate needs at least " +
               std::to_string(kLeastStackBytes / 1024) + " KiB (8192 is the usual default)");
+}
+
+// Under `ulimit -v` a thread's stack cannot be mapped, and std::thread said only
+// "Resource temporarily unavailable" (issue 41, item 20): the line names the
+// limit a user can change. "" when no address-space limit is set.
+std::string address_space_limit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
+  return "the address-space limit (ulimit -v) is " + std::to_string(limit.rlim_cur / 1024) +
+         " KiB, too little for perfgate's threads and buffers; raise or lift it";
+}
+
+std::string system_error_line(const std::system_error& e) {
+  int code = e.code().value();
+  bool resources = (e.code().category() == std::generic_category() ||
+                    e.code().category() == std::system_category()) &&
+                   (code == EAGAIN || code == ENOMEM);
+  if (!resources) return e.what();
+  auto limit = address_space_limit();
+  return "cannot start a thread or map memory (" + std::string(e.what()) + "): " +
+         (limit.empty() ? "the machine is out of memory or of processes (ulimit -u)" : limit);
 }
 
 // On GitHub Actions the error also becomes an annotation on the checks page:
@@ -269,11 +292,18 @@ int run_cli(int argc, char** argv) {
     annotate_error(all);
   } catch (const std::bad_alloc&) {
     // "std::bad_alloc" says nothing to a user; what they can change is the
-    // size of what they asked for.
+    // size of what they asked for, or the limit they set.
+    auto limit = address_space_limit();
     std::string what =
-        "out of memory: the run needs more than this machine can give (fewer connections, a "
-        "smaller mix or body?)";
+        "out of memory: " +
+        (limit.empty() ? std::string("the run needs more than this machine can give (fewer "
+                                     "connections, a smaller mix or body?)")
+                       : limit);
     std::cerr << "perfgate: error: " << what << "\n";
+    annotate_error(what);
+  } catch (const std::system_error& e) {
+    auto what = system_error_line(e);
+    std::cerr << "perfgate: error: " << printable(what) << "\n";
     annotate_error(what);
   } catch (const std::exception& e) {
     std::cerr << "perfgate: error: " << printable(e.what()) << "\n";

@@ -10,6 +10,7 @@
 
 #include "perfgate/core/error.h"
 #include "perfgate/report/output_file.h"
+#include "perfgate/store/store_maintenance.h"
 
 namespace perfgate {
 namespace {
@@ -46,6 +47,7 @@ void check_store_writable(const fs::path& path) {
       throw Error("--store " + path.string() + ": the store is read-only (" + std::strerror(errno) +
                   "); make it writable, or judge without storing with --no-record");
     ::close(fd);
+    check_store_sound(path);
   }
   if (auto why = unwritable_reason(path); !why.empty()) {
     fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");

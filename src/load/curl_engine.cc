@@ -21,6 +21,7 @@
 #include "epoll_set.h"
 #include "perfgate/core/error.h"
 #include "perfgate/core/stop_signal.h"
+#include "perfgate/core/units.h"
 #include "perfgate/load/arrival_schedule.h"
 #include "perfgate/load/fd_limit.h"
 
@@ -638,6 +639,24 @@ static CURLcode perform_until_stopped(CURL* easy) {
   return code;
 }
 
+/// A probe that timed out after the target had answered something: "cannot
+/// reach" sent users looking at the network for a server that sends its
+/// headers a byte at a time, or "100 Continue" for ever (issue 41, item 20).
+static void slow_answer(CURL* easy, const TargetSpec& target, Nanos timeout) {
+  long status = 0;
+  long header_bytes = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(easy, CURLINFO_HEADER_SIZE, &header_bytes);
+  auto within = " within the " + format_duration(timeout) + " timeout";
+  if (status >= 100 && status < 200)
+    throw Error(shown_url(target) + " answered only \"" + std::to_string(status) + " " +
+                (status == 100 ? "Continue" : "informational") + "\"" + within +
+                ", never a final status");
+  if (header_bytes > 0 || status > 0)
+    throw Error(shown_url(target) + " answered too slowly: " + std::to_string(header_bytes) +
+                " bytes of headers" + within + ", and the answer still was not whole");
+}
+
 void curl_probe(const TargetSpec& target, Nanos timeout) {
   init_curl_once();
   SlistPtr headers = make_header_list(target);
@@ -650,6 +669,7 @@ void curl_probe(const TargetSpec& target, Nanos timeout) {
   if (answered)
     throw Error(shown_url(target) + " answered, but " + probe_failure(code) +
                 "; perfgate needs valid HTTP/1.1 or HTTP/2 answers");
+  if (code == CURLE_OPERATION_TIMEDOUT) slow_answer(easy.get(), target, timeout);
   // A plain-HTTP server waits for a request line that a TLS ClientHello never
   // completes: over https:// that is a timeout (libcurl records no connect time
   // for a failed transfer, so the hint cannot be surer than "if").

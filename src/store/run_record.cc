@@ -151,6 +151,24 @@ std::array<uint64_t, N> counts_at(const json& j, std::string_view key, const std
   return out;
 }
 
+// A window's time is its throughput's denominator: 1000 responses in 1 ns are
+// 1e12 req/s, which would stand as a baseline no build could ever reach.
+// 1e8 req/s is far past any load machine (wrk on 64 cores does a few million).
+constexpr double kMaxPlausibleRps = 1e8;
+
+void check_window_time(const Iteration& it, const std::string& where) {
+  if (it.duration.count() == 0 && it.stats.responses > 0)
+    throw Error(where + ".duration_ns: 0 for " + std::to_string(it.stats.responses) +
+                " responses; a window that answered took time");
+  double seconds = static_cast<double>(it.duration.count()) / 1e9;
+  if (it.stats.responses > 0 &&
+      static_cast<double>(it.stats.responses) / seconds > kMaxPlausibleRps)
+    throw Error(where + ": " + std::to_string(it.stats.responses) + " responses in " +
+                std::to_string(it.duration.count()) +
+                " ns is past any load machine's throughput (1e8 req/s at most); is duration_ns "
+                "in nanoseconds?");
+}
+
 json iteration_json(const Iteration& it, const RunRecord& run, size_t i) {
   const auto& s = it.stats;
   json j = {{"index", it.index},
@@ -179,6 +197,7 @@ Iteration iteration_from(const json& j, const std::string& where) {
   s.errors =
       ErrorCounts{.connect = e[0], .read = e[1], .write = e[2], .timeout = e[3], .other = e[4]};
   s.statuses.by_class = counts_at<6>(j, "statuses", where);
+  check_window_time(it, where);
   auto latency = text_at(j, "latency", where, kLongText);
   try {
     s.latency = LatencyHistogram::deserialize(base64_decode(latency));

@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include <unistd.h>
+
 #include "packed_text.h"
 #include "perfgate/core/error.h"
 #include "perfgate/store/baseline_store.h"
@@ -216,11 +218,20 @@ void check_sqlite_magic(const fs::path& path) {
 
 // Without write access nothing can be created or upgraded, but a current store
 // is still fine for reading (history, compare).
+// A writable file opened by a reading command is not "read-only" (issue 41,
+// item 20): the command only reads, and says which command upgrades.
 void require_current_schema(Db db) {
   auto version = query_int(db, "PRAGMA user_version");
   if (version == BaselineStore::kSchemaVersion) return;
-  throw Error(db.path.string() + ": store is read-only and has schema version " +
-              std::to_string(version) + ", not " + std::to_string(BaselineStore::kSchemaVersion) +
+  auto folder = fs::absolute(db.path).parent_path();
+  bool writable = ::access(db.path.c_str(), W_OK) == 0 && ::access(folder.c_str(), W_OK) == 0;
+  auto has = "has schema version " + std::to_string(version) + ", not this perfgate's " +
+             std::to_string(BaselineStore::kSchemaVersion);
+  if (writable)
+    throw Error(db.path.string() + ": store " + has +
+                "; this command only reads: upgrade it once with perfgate store migrate --store " +
+                db.path.string() + " (or any run or accept)");
+  throw Error(db.path.string() + ": store is read-only and " + has +
               "; open it once with write access to create or upgrade it (perfgate store migrate)");
 }
 

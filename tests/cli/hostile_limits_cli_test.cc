@@ -103,6 +103,26 @@ TEST(HostileProfileLimits, RunningOutOfMemoryIsOneLineInPerfgatesWords) {
   EXPECT_EQ(lines_of(r.err), 1) << r.err;
 }
 
+// Issue 41, item 20: under `ulimit -v` a run could not start its threads and
+// said only "Resource temporarily unavailable". One line names the limit.
+TEST(HostileProfileLimits, AnAddressSpaceLimitTooSmallForTheThreadsNamesTheLimit) {
+  constexpr const char* kLimit = "ulimit -v 50000; exec \"$0\" \"$@\"";
+  auto probe =
+      testing::run_command({"/bin/sh", "-c", kLimit, testing::perfgate_binary(), "--help"});
+  if (probe.exit_code != 0) GTEST_SKIP() << "this build does not start under ulimit -v 50000";
+  testing::DemoServerProcess demo;  // outside the limit
+  TempDir dir;
+  testing::write_file(dir / "p.json", R"({"name": "as-limit", "target": {"url": ")" + demo.url() +
+                                          R"("}, "load": {"threads": 2, "connections": 4,
+    "duration": "100ms", "warmup": "0s"}, "repeat": {"count": 1, "discard": 0}})");
+  auto r = testing::run_command({"/bin/sh", "-c", kLimit, testing::perfgate_binary(), "--log-level",
+                                 "error", "run", (dir / "p.json").string(), "--no-record"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("the address-space limit (ulimit -v) is 50000 KiB"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(lines_of(r.err), 1) << r.err;
+}
+
 // Issue 41, item 16: under `ulimit -s 64` validate died of SIGSEGV on a nested
 // profile, and every thread perfgate starts gets the same small stack. Too
 // small a stack is one line that says which limit to raise, whatever the command.

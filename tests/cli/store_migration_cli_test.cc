@@ -132,5 +132,22 @@ TEST_F(StoreMigrationCliTest, PruneToASizeJudgesTheNewestRunAsTheWholeStore) {
   EXPECT_NE(bad.err.find("--max-size: expected a size like 50MB"), std::string::npos) << bad.err;
 }
 
+// Issue 41, item 20: a reading command on an old store this user can write
+// called it "read-only". It only reads, and says which command upgrades; the
+// store is left as it was, and the command named works.
+TEST_F(StoreMigrationCliTest, AReaderOfAWritableOldStoreNamesTheUpgradeNotReadOnly) {
+  auto before = read_file(store_);
+  auto history = perfgate({"history"});
+  EXPECT_EQ(history.exit_code, 3);
+  EXPECT_NE(history.err.find("has schema version 4, not this perfgate's 7; this command only "
+                             "reads: upgrade it once with perfgate store migrate --store"),
+            std::string::npos)
+      << history.err;
+  EXPECT_EQ(history.err.find("read-only"), std::string::npos) << history.err;
+  EXPECT_EQ(read_file(store_), before) << "a reading command wrote to the store";
+  EXPECT_EQ(perfgate({"store", "migrate"}).exit_code, 0);
+  EXPECT_EQ(perfgate({"history"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace perfgate
