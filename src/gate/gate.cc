@@ -219,7 +219,7 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     result.host_summary.doctor_warnings = doctor_warnings;
     result.in_flight_at_end = run.in_flight_at_end;
     result.duration_s = to_seconds(Clock::now() - started);
-    gate.write(result, out);
+    gate.write(result, out, store);
     return result.exit_code;
   });
 }

@@ -9,6 +9,7 @@
 #include "perfgate/host/doctor.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
+#include "perfgate/store/store_maintenance.h"
 
 namespace perfgate {
 
@@ -126,6 +127,33 @@ ExitStatus GateRun::guarded(const std::function<ExitStatus()>& body) {
 
 void GateRun::write(const GateResult& result, std::ostream& out) const {
   write_reports(options_, guard_, result, &out);
+}
+
+// A run stored, then its --junit lost to a full disk, was still the next
+// runs' baseline while CI showed only the error (issue 41, item 13). The runs
+// this result stored are taken out again: whole, or not at all.
+void GateRun::write(const GateResult& result, std::ostream& out,
+                    std::optional<BaselineStore>& store) const {
+  try {
+    write(result, out);
+  } catch (const Error& e) {
+    if (!result.recorded || !result.run_id || !store) throw;
+    std::vector<int64_t> stored{*result.run_id};
+    if (result.paired && result.paired->baseline_run_id)
+      stored.push_back(*result.paired->baseline_run_id);
+    std::string ids;
+    for (auto id : stored) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+    try {
+      delete_runs(*store, stored);
+    } catch (const Error& again) {
+      throw Error(std::string(e.what()) + "; and the run stored as " + ids +
+                  " could not be taken out of the store (" + again.what() +
+                  "): perfgate store delete " + ids + " removes it");
+    }
+    throw Error(std::string(e.what()) +
+                "; the run was taken out of the store again: a run whose reports were lost "
+                "is no one's baseline");
+  }
 }
 
 // ---- the stages --------------------------------------------------------------

@@ -64,6 +64,11 @@ class GateRun {
   ExitStatus guarded(const std::function<ExitStatus()>& body);
   /// Prints the console report on `out` and writes the report files.
   void write(const GateResult& result, std::ostream& out) const;
+  /// The same for a result that was stored in `store`: when a report file
+  /// cannot be written, the runs it stored are deleted again, then the error
+  /// goes on (saying so).
+  void write(const GateResult& result, std::ostream& out,
+             std::optional<BaselineStore>& store) const;
 
  private:
   void guard_bodies(const Profile& profile);

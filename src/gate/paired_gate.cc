@@ -383,7 +383,7 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
     }
     r.host_summary.doctor_warnings = doctor_warnings;
     r.duration_s = to_seconds(Clock::now() - started);
-    gate.write(r, out);
+    gate.write(r, out, store);
     return r.exit_code;
   });
 }

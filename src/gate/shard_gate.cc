@@ -87,7 +87,7 @@ ExitStatus merge_gate(const RunOptions& options, const std::vector<fs::path>& sh
     for (const auto& s : merged.shards)
       result.duration_s =
           std::max(result.duration_s, (s.measured_to_ms - s.measured_from_ms) / 1e3);
-    gate.write(result, out);
+    gate.write(result, out, store);
     return result.exit_code;
   });
 }

@@ -1,6 +1,7 @@
 #include "perfgate/report/output_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,6 +36,7 @@ class TempFile {
       if (fd_ < 0 && errno != EEXIST) break;
     }
     if (fd_ < 0) fail(beside);
+    keep_mode_of(beside);
   }
   ~TempFile() {
     if (fd_ >= 0) ::close(fd_);
@@ -50,6 +52,13 @@ class TempFile {
       if (n <= 0) fail(target);
       text.remove_prefix(static_cast<size_t>(n));
     }
+  }
+  // A file replaced keeps its mode: a 0600 report rewritten became 0644 (the
+  // new file's 0666 less the umask), readable by everyone (issue 41, item 17).
+  void keep_mode_of(const fs::path& target) {
+    struct stat old {};
+    if (::stat(target.c_str(), &old) == 0 && S_ISREG(old.st_mode))
+      (void)!::fchmod(fd_, old.st_mode & 07777);
   }
   void rename_to(const fs::path& target) {
     int rc = ::close(fd_);
@@ -84,7 +93,28 @@ struct OutputTarget {
   bool in_place = false;
 };
 
+// The kernel's protected_symlinks rule, which perfgate's own resolving of a
+// link bypassed: in a sticky world-writable folder (/tmp, a shared CI folder)
+// a link is followed only when its owner is the follower or the folder's
+// owner. Another user's `shared/junit.xml -> victim.txt` made a root run
+// replace victim.txt (issue 41, item 17). "" when the link may be followed.
+std::string untrusted_link(const fs::path& path) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return "";
+  auto folder = fs::absolute(path).parent_path();
+  struct stat dir {};
+  if (::stat(folder.c_str(), &dir) != 0) return "";
+  bool shared_sticky = (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
+  if (!shared_sticky || link.st_uid == ::geteuid() || link.st_uid == dir.st_uid) return "";
+  return "it is a link owned by another user (uid " + std::to_string(link.st_uid) +
+         ") in a shared sticky folder (" + folder.string() +
+         "); perfgate does not follow it, as the kernel would not; remove it or choose another "
+         "path";
+}
+
 OutputTarget output_target(const fs::path& path) {
+  if (auto why = untrusted_link(path); !why.empty())
+    throw Error("cannot write " + path.string() + ": " + why);
   std::error_code ec;
   auto status = fs::status(path, ec);  // through links
   if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status))
@@ -194,17 +224,25 @@ void write_output_file(const fs::path& path, const std::function<void(std::ostre
   temp.rename_to(target.path);
 }
 
+// Whole or not at all: on a full disk the step summary was left cut mid-table
+// (issue 41, item 13); what a failed append wrote is cut off again.
 void append_output_file(const fs::path& path, std::string_view text) {
+  if (auto why = untrusted_link(path); !why.empty())
+    throw Error("cannot write " + path.string() + ": " + why);
   create_folder(path, "");
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
   bool ok = fd >= 0;
+  struct stat before {};
+  bool regular = ok && ::fstat(fd, &before) == 0 && S_ISREG(before.st_mode);
   while (ok && !text.empty()) {
     ssize_t n = ::write(fd, text.data(), text.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = ENOSPC;
     ok = n > 0;
     if (ok) text.remove_prefix(static_cast<size_t>(n));
   }
   int saved = errno;
+  if (!ok && regular) (void)!::ftruncate(fd, before.st_size);
   if (fd >= 0) ::close(fd);
   if (!ok) throw Error("cannot write " + path.string() + ": " + std::strerror(saved));
 }
@@ -212,6 +250,7 @@ void append_output_file(const fs::path& path, std::string_view text) {
 std::string unwritable_reason(const fs::path& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return "it is a folder; give a file name";
+  if (auto why = untrusted_link(path); !why.empty()) return why;
   auto target = output_target(path);
   // A device or FIFO takes what its mode allows; a dangling link is found when written.
   if (target.in_place && fs::exists(path, ec))
@@ -238,6 +277,8 @@ void check_output_writable(const fs::path& path, std::string_view flag) {
 
 void check_append_writable(const fs::path& path, std::string_view flag) {
   if (path.empty() || path == "/dev/null") return;  // null: the user's way to turn it off
+  if (auto why = untrusted_link(path); !why.empty())
+    throw Error(std::string(flag) + ": cannot append to " + path.string() + ": " + why);
   std::error_code ec;
   auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) return check_output_writable(path, flag);
