@@ -6,6 +6,7 @@
 # times slower: throughput -66 %, past the profile's 40 % fail limit). Each case
 # states its verdict (the action's exit-code output) and its cache effect (a
 # store saved under the ref's key, or none); docs/ci.md has the same table.
+# The last case runs the example workflow's own build and service commands.
 # One cache carries the store from case to case, as actions/cache does.
 # Usage: ci/github-events-test.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
@@ -255,4 +256,36 @@ expect merge-group-release-paired conclusion '^failure$'
 grep -q "\"$(git -C "$work/workspace" rev-parse release-1)\"" "$work/state/artifacts/perfgate-merge-group-release-paired/result.json" ||
   fail "merge-group-release-paired: result.json does not name release-1's head"
 unsaved merge-group-release-paired
+
+# The example workflow's own build and service commands, as a user copies them:
+# its pull request is paired (the demo server against itself, each side its own
+# checkout's copy: an A/A run), passes, and never warns that both sides run one
+# installed program.
+example_input() {
+  python3 -c 'import sys, yaml
+steps = yaml.safe_load(open(sys.argv[1]))["jobs"]["perfgate"]["steps"]
+print(next(s["with"][sys.argv[2]] for s in steps if sys.argv[2] in s.get("with", {})))' \
+    ci/github/perfgate-example.yml "$1"
+}
+example_repo() {
+  git init -q -b main && git add -A
+  git -c user.name=t -c user.email=t@t commit -qm "main's head"
+  git init -q --bare ../origin.git && git remote add origin ../origin.git && git push -q origin main
+  git checkout -qb feature && echo "a change" >README
+  git add README && git -c user.name=t -c user.email=t@t commit -qm "the pull request"
+}
+rm -rf "$work/origin.git"
+PREPARE=example_repo event pull-request-example 2ms --event pull_request --ref-name 8/merge \
+  --ref refs/pull/8/merge --base-ref main --head-ref feature --input paired-profile=events-paired.json \
+  --input build-command="$(example_input build-command)" \
+  --input service-command="$(example_input service-command)"
+expect pull-request-example outputs '^mode=paired$'
+expect pull-request-example outputs '^exit-code=[02]$'
+for dir in "$work/workspace" "$work/temp/perfgate-baseline"; do
+  [ -x "$dir/.perfgate-demo/perfgate" ] || fail "pull-request-example: no demo server copied into $dir"
+done
+if grep -q 'both paired sides run' "$work/out/pull-request-example/log" "$work/out/pull-request-example/annotations"; then
+  fail "pull-request-example: the example's demo warns that both sides run one program"
+fi
+unsaved pull-request-example
 echo "github-events-test: every event's verdict and cache effect as expected (${SECONDS}s)"

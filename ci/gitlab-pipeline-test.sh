@@ -13,8 +13,9 @@
 #     the target's head); the project's rule-less job runs in the merge request
 #     pipeline; a branch pipeline with an open merge request (GitLab's default
 #     branch pipelines) judges it paired; PERFGATE_MODE: paired on main is refused;
-#   - the sharded template: 3 shards and a merge pass; a failed shard makes the
-#     merge job name it.
+#   - the sharded template: 3 shards and a merge pass; in a merge request
+#     pipeline the merge says it measured a service it did not start; a failed
+#     shard makes the merge job name it.
 # gitlab-ci-local does not apply every GitLab rule, so ci/gitlab-rules-check.js
 # first evaluates the templates' rules as GitLab documents them.
 # Usage: ci/gitlab-pipeline-test.sh [BUILD_DIR]   (default: build)
@@ -49,7 +50,10 @@ export PATH="$build:$PATH"
 fail() { echo "gitlab-pipeline-test: $*" >&2; exit 1; }
 
 # The "user's project": its service's speed is one file in the repository,
-# built (copied) by the build command in each checkout.
+# built (copied) by the build command in each checkout, and the service is the
+# demo server copied into each checkout too (as the example workflow does):
+# each side of a paired run starts its own copy, so no warning that both run
+# one installed program.
 git init -q --bare -b main "$work/origin.git"
 git clone -q "$work/origin.git" "$work/project" 2>/dev/null
 cd "$work/project"
@@ -100,8 +104,8 @@ include:
 perfgate:
   image: null
   variables:
-    PERFGATE_BUILD_COMMAND: mkdir -p out && cp service-delay out/delay
-    PERFGATE_SERVICE_COMMAND: exec perfgate demo-server --port $$PORT --delay $(cat out/delay)
+    PERFGATE_BUILD_COMMAND: mkdir -p out && cp service-delay out/delay && cp "$(command -v perfgate)" out/
+    PERFGATE_SERVICE_COMMAND: exec out/perfgate demo-server --port $$PORT --delay $(cat out/delay)
     PERFGATE_PROFILE: perf/stored.json
 perfgate-accept:
   image: null
@@ -261,6 +265,11 @@ grep -q 'profile recipe:pr-paired' "$work/MR, same service, paired.log" ||
 git checkout -q slower
 expect_pipeline "MR, slower service, paired" failed fail mr --variable PERFGATE_PAIRED_PROFILE=perf/pr-paired.json perfgate
 grep -q 'paired' "$work/MR, slower service, paired.log" || fail "the MR run was not paired"
+# Each side ran its own checkout's copy of the demo server: no shared-program warning.
+for log in "MR, same service, paired" "MR, slower service, paired"; do
+  ! grep -q 'both paired sides run' "$work/$log.log" ||
+    fail "$log: warned that both sides run one program, though each ran its checkout's copy"
+done
 # GitLab's default, branch pipelines only: the push to a branch with an open
 # merge request is judged in its branch pipeline, paired against main.
 expect_pipeline "branch with an open MR, slower service" failed fail gcl \
@@ -332,6 +341,22 @@ for i in 1 2 3; do
 done
 grep -Eq '^perfgate-merge .*verdict: (PASS|WARN)' "$work/sharded.log" || fail "the merge job did not gate"
 [ -s "$(artifact perfgate-merge)/perfgate-out/junit.xml" ] || fail "the merge job wrote no JUnit"
+! grep -q 'which perfgate did not start' "$work/sharded.log" ||
+  fail "the default branch's sharded run called itself a merge request's"
+# In a merge request pipeline the shards load the shared service, which no job
+# of the pipeline built from the merge request: the merged result says so.
+rm -rf .gitlab-ci-local/artifacts
+sharded --variable CI_PIPELINE_SOURCE=merge_request_event --variable PERFGATE_MR_PIPELINES=true \
+  --variable CI_MERGE_REQUEST_IID=1 --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main \
+  --unset-variable CI_COMMIT_BRANCH >"$work/sharded-mr.log" 2>&1 || true
+status=$(job_status "$work/sharded-mr.log" perfgate-merge)
+echo "== sharded, merge request pipeline: merge job $status (at ${SECONDS}s)"
+[[ "$status" = success || "$status" = warning ]] && grep -q \
+  '^perfgate-merge .*this merge request run measured the service at .*, which perfgate did not start' \
+  "$work/sharded-mr.log" || {
+  grep -v 'iteration [0-9]' "$work/sharded-mr.log" | tail -60 >&2
+  fail "the merge request's sharded run did not say that it measured a service it did not start"
+}
 rm -rf .gitlab-ci-local/artifacts
 rc=0
 sharded --variable BROKEN_SHARD=2 >"$work/sharded-broken.log" 2>&1 || rc=$?

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "perfgate/host/shared_executable.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -440,6 +441,41 @@ TEST(CiTemplatesTest, TheExampleWorkflowUsesTheActionOneRunPerRef) {
   EXPECT_EQ(with["comment"], "true");
   EXPECT_EQ(workflow["permissions"]["pull-requests"], "write");
   EXPECT_EQ(workflow["permissions"]["contents"], "read");
+}
+
+// Issue 42, item 14: the example's demo started `perfgate demo-server` from
+// PATH on both sides, and every pull request warned that both run one
+// installed program. Its build and service commands, run as the action runs
+// them in two checkouts (perfgate on PATH as the .deb installs it), give each
+// side its own copy; the old ones are still caught.
+TEST(CiTemplatesTest, TheExampleWorkflowsDemoRunsEachCheckoutsOwnCopy) {
+  require_pyyaml();
+  json workflow = load_yaml(ci_dir() / "github/perfgate-example.yml");
+  json with;
+  for (const json& step : workflow["jobs"]["perfgate"]["steps"])
+    if (step.value("uses", "").starts_with("OWNER/perfgate/ci/github@")) with = step["with"];
+  ASSERT_TRUE(with.contains("build-command") && with.contains("service-command")) << with;
+  testing::TempDir dir;
+  std::string path = fs::path(testing::perfgate_binary()).parent_path().string() + ":/usr/bin:/bin";
+  auto side = [&](const std::string& name, const std::string& build, const std::string& service) {
+    fs::create_directories(dir / name);
+    auto built = testing::run_command({"/bin/bash", "-eo", "pipefail", "-c", build},
+                                      {{"PATH", path}}, dir / name);
+    EXPECT_EQ(built.exit_code, 0) << build << ": " << built.err;
+    ServiceSpec spec;
+    spec.command = {"sh", "-c", service};
+    spec.cwd = (dir / name).string();
+    return spec;
+  };
+  std::string build = with["build-command"], service = with["service-command"];
+  auto shared = shared_installed_executable(side("candidate", build, service),
+                                            side("baseline", build, service), path);
+  EXPECT_FALSE(shared) << "the example's demo warns: " << shared_executable_warning(*shared);
+  EXPECT_NE(service.find("demo-server"), std::string::npos) << service;
+  // What the example did before: one installed program, and the warning.
+  std::string installed = R"(exec perfgate demo-server --port "$PORT" --delay 2ms)";
+  EXPECT_TRUE(shared_installed_executable(side("old-candidate", "true", installed),
+                                          side("old-baseline", "true", installed), path));
 }
 
 TEST(CiTemplatesTest, TheGitlabTemplateReportsAndAllowsWarnings) {

@@ -1,6 +1,12 @@
 #include "perfgate/host/service_discovery.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "perfgate/host/host_sampler.h"
 #include "support/test_support.h"
@@ -201,6 +207,53 @@ TEST(ServiceDiscovery, ContainerIsRecognisedByItsPidOnesCgroup) {
   std::filesystem::create_directories(dir / "proc/1");
   testing::write_file(dir / "proc/1/cgroup", "0::/kubepods/besteffort/pod1/3f2a\n");
   EXPECT_TRUE(in_container(ProcReader(dir.path())));
+}
+
+// Issue 42, item 17: perfgate started `sh -c` (no exec), whose child serves.
+// The started shell stays the tree's root; the name is the listener's, whole
+// from its argv[0] where the kernel cut its comm at 15 bytes.
+TEST(ServiceDiscovery, AStartedShellIsNamedByTheDescendantThatListens) {
+  testing::TempDir dir;
+  auto server = dir / "demo-server-with-a-long-name";  // comm: "demo-server-wit"
+  std::filesystem::create_symlink(testing::perfgate_binary(), server);
+  std::string serve = "'" + server.string() + "' demo-server --port 0 --port-file '" +
+                      (dir / "port").string() + "' >/dev/null 2>&1; exit $?";
+  pid_t sh = fork();
+  if (sh == 0) {
+    setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", serve.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(sh, 0);
+  std::string port_text;
+  for (int i = 0; i < 500 && (port_text.empty() || port_text.back() != '\n'); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    port_text = testing::read_file(dir / "port");
+  }
+  ServiceQuery q;
+  q.started = sh;
+  q.host = "127.0.0.1";
+  q.local = true;
+  q.self = getpid();
+  std::optional<AttributedService> found, unlistened;
+  if (!port_text.empty()) {
+    q.port = static_cast<uint16_t>(std::stoi(port_text));
+    found = find_service(ProcReader("/"), CgroupReader(""), q).service;
+    q.port = testing::unused_port();  // nobody listens there: the started process's name
+    unlistened = find_service(ProcReader("/"), CgroupReader(""), q).service;
+  }
+  kill(-sh, SIGKILL);
+  waitpid(sh, nullptr, 0);
+  ASSERT_FALSE(port_text.empty()) << "the server did not start";
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->name, "demo-server-with-a-long-name");
+  EXPECT_EQ(found->pid, sh);
+  EXPECT_EQ(found->roots, std::vector<pid_t>{sh});
+  EXPECT_EQ(found->how.rfind("started by perfgate through sh, which runs it as pid ", 0), 0u)
+      << found->how;
+  ASSERT_TRUE(unlistened);
+  EXPECT_EQ(unlistened->name, "sh");
+  EXPECT_EQ(unlistened->how, "started by perfgate");
 }
 
 TEST(ServiceDiscovery, UrlHostAndPort) {

@@ -181,11 +181,11 @@ json parsed(const HttpResponse& response, const std::string& what) {
   return j;
 }
 
-/// Whose comments perfgate may edit: the token's own user's, and no one
-/// else's, whatever marker their text holds (anyone may paste it).
+/// Whose comments perfgate may edit: its own, and never a person's, whatever
+/// marker their text holds (anyone may paste it).
 struct OwnUser {
-  std::string login;
-  bool bot_only = false;  // the user must also be of type "Bot"
+  std::string login;     // the token's user, when the server says who that is
+  bool any_bot = false;  // unknown: any bot account's comment is perfgate's
 };
 
 // The user the token belongs to, from GET {api}/user, asked once.
@@ -193,11 +193,13 @@ OwnUser own_user(const HttpClient& http, const CommentThread& thread) {
   HttpRequest request{"GET", thread.user_url, {}, ""};
   auto response = sent(http, thread, request);
   if (response.status == 403 && thread.forge == "GitHub") {
-    // GitHub Actions' GITHUB_TOKEN is an installation token: /user answers 403
-    // for it, and what it writes is by the user github-actions[bot] of type
-    // Bot. So those comments, and only those, are perfgate's then (a person's
-    // login cannot hold brackets, and the type rules out every other account).
-    return {"github-actions[bot]", true};
+    // An installation token answers 403 here: GitHub Actions' GITHUB_TOKEN
+    // (it writes as github-actions[bot]) and a GitHub App's (as APP-SLUG[bot]).
+    // Which app it is cannot be asked with that token (GET /app needs the app's
+    // own key), so the marked comment of any bot account is perfgate's: a
+    // person's account is of type User whatever its login, and only a GitHub
+    // App installed on the repository writes as a Bot.
+    return {"", true};
   }
   if (response.status < 200 || response.status >= 300) refuse(thread, request, response);
   auto what = "GET " + without_userinfo(thread.user_url);
@@ -213,12 +215,12 @@ OwnUser own_user(const HttpClient& http, const CommentThread& thread) {
 bool written_by(const json& comment, const CommentThread& thread, const OwnUser& self) {
   auto user = comment.find(thread.forge == "GitHub" ? "user" : "author");
   if (user == comment.end() || !user->is_object()) return false;
+  if (self.any_bot) {
+    auto type = user->find("type");
+    return type != user->end() && type->is_string() && type->get<std::string>() == "Bot";
+  }
   auto login = user->find(thread.forge == "GitHub" ? "login" : "username");
-  if (login == user->end() || !login->is_string() || login->get<std::string>() != self.login)
-    return false;
-  if (!self.bot_only) return true;
-  auto type = user->find("type");
-  return type != user->end() && type->is_string() && type->get<std::string>() == "Bot";
+  return login != user->end() && login->is_string() && login->get<std::string>() == self.login;
 }
 
 std::optional<int64_t> find_marked(const HttpClient& http, const CommentThread& thread,

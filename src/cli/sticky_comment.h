@@ -46,10 +46,12 @@ struct CommentOutcome {
   int64_t id = 0;
 };
 
-/// Finds the comment holding `marker` that the token's own user wrote (every
-/// page of the list; GET user_url says who that is), replaces its
-/// text with the marker and `markdown`, or creates it. Throws Error with one
-/// line (status, what the server said, what to check) on any answer but 2xx.
+/// Finds the first comment holding `marker` that the token's own user wrote
+/// (every page of the list; GET user_url says who that is; where GitHub answers
+/// 403 there, as for an installation token, any bot account's, never a
+/// person's), replaces its text with the marker and `markdown`, or creates it.
+/// Throws Error with one line (status, what the server said, what to check) on
+/// any answer but 2xx.
 CommentOutcome post_sticky_comment(const HttpClient& http, const CommentThread& thread,
                                    const std::string& marker, const std::string& markdown);
 

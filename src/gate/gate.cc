@@ -10,6 +10,7 @@
 #include "gate_pipeline.h"
 #include "perfgate/gate/store_access.h"
 #include "perfgate/host/host_sampler.h"
+#include "perfgate/profile/ci_context.h"
 #include "perfgate/report/console_report.h"
 #include "perfgate/report/github_annotations.h"
 #include "perfgate/report/gitlab_report.h"
@@ -120,6 +121,7 @@ GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStor
   GateResult r = judged(profile, rec, now, selection);
   rec.verdict = r.verdict;  // as measured: a run that merely lacked a baseline may become one
   if (!inconclusive_placement(selection, r)) warn_without_baseline(options, rec.ci, r);
+  if (auto note = unstarted_service_note(profile, rec.ci); !note.empty()) r.notes.push_back(note);
   if (!options.record) {
     r.notes.push_back("not recorded (--no-record)");
     return r;

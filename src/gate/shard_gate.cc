@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "gate_pipeline.h"
+#include "perfgate/profile/ci_context.h"
 #include "perfgate/store/shard.h"
 #include "perfgate/store/stored_run.h"
 
@@ -51,6 +52,8 @@ ExitStatus run_shard(const RunOptions& options, const Profile& whole, const EnvL
     r.duration_s = to_seconds(Clock::now() - started);
     r.notes.push_back("shard " + spec.text() + ": measured, not judged or stored; perfgate merge " +
                       "judges the shards together");
+    if (auto note = unstarted_service_note(profile, gate.partial().ci); !note.empty())
+      r.notes.push_back(note);
     r.in_flight_at_end = run.in_flight_at_end;
     r.shard = ShardFile{spec,       run.measured_from_ms, run.measured_to_ms,
                         run.record, run.in_flight_at_end, options.json_path.string()};

@@ -110,6 +110,28 @@ std::vector<std::string> cmdline_of(const ProcReader& proc, pid_t pid) {
   return args;
 }
 
+// Its comm, which the kernel cuts at 15 bytes; whole from argv[0] where comm is
+// that name cut ("demo-server-with-a-long-name", not "demo-server-wit").
+std::string name_of(const ProcReader& proc, pid_t pid) {
+  auto comm = comm_of(proc, pid);
+  auto args = cmdline_of(proc, pid);
+  if (args.empty()) return comm;
+  auto base = fs::path(args.front()).filename().string();
+  if (comm.size() == 15 && base.size() > comm.size() && base.starts_with(comm)) return base;
+  return comm;
+}
+
+// Whether `pid` is `ancestor` or descends from it (at most 64 generations up).
+bool descends_from(const ProcReader& proc, pid_t pid, pid_t ancestor) {
+  for (int depth = 0; depth < 64; ++depth) {
+    if (pid == ancestor) return true;
+    auto stat = proc.process(pid);
+    if (!stat || stat->ppid <= 1) return false;
+    pid = stat->ppid;
+  }
+  return false;
+}
+
 // The listening sockets of one network namespace, as one of its processes sees them.
 std::vector<TcpSocket> listeners(const ProcReader& proc, const std::string& net_dir) {
   std::vector<TcpSocket> out;
@@ -220,6 +242,26 @@ ServiceSearch by_listener(const ProcReader& proc, const ServiceQuery& q, Found& 
   s.listener = where;
   out.service = s;
   return out;
+}
+
+// The process that serves, when perfgate started a shell or a wrapper (sh -c
+// without exec, env, nice, timeout...) and a descendant of it holds the
+// target's listener: that one, not the process started, is the service to
+// name. Nothing when the started process holds it itself, or none is seen.
+std::optional<pid_t> serving_descendant(const ProcReader& proc, const ServiceQuery& q) {
+  if (q.port == 0) return std::nullopt;
+  std::set<uint64_t> inodes;
+  for (const auto& s : listeners(proc, "net"))
+    if (s.port == q.port && address_matches(s.address, q.host)) inodes.insert(s.inode);
+  if (inodes.empty()) return std::nullopt;
+  std::vector<pid_t> found;
+  for (pid_t pid : holders(proc, inodes, proc.pids(), q.self)) {
+    if (pid == *q.started) return std::nullopt;
+    if (descends_from(proc, pid, *q.started)) found.push_back(pid);
+  }
+  auto roots = tree_roots(proc, found);
+  if (roots.empty()) return std::nullopt;
+  return roots.front();
 }
 
 // A FIFO would block the read until a writer came; a number past pid_t's
@@ -360,6 +402,12 @@ ServiceSearch find_service(const ProcReader& proc, const CgroupReader& cgroups,
   };
   if (q.started) {
     attribute({*q.started}, "started by perfgate", false);
+    // Its whole tree is the service's either way; the name is the server's.
+    if (auto serving = serving_descendant(proc, q)) {
+      out.service->how = "started by perfgate through " + out.service->name +
+                         ", which runs it as pid " + std::to_string(*serving);
+      out.service->name = name_of(proc, *serving);
+    }
     return out;
   }
   if (!q.cgroup.empty()) {

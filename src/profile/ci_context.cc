@@ -86,4 +86,12 @@ CiContext read_ci_context(const CiOverrides& flags, const EnvLookup& env) {
   return ci;
 }
 
+std::string unstarted_service_note(const Profile& profile, const CiContext& ci) {
+  if (!ci.change_request || (profile.service && !profile.service->command.empty())) return "";
+  std::string change = ci.change_kind == "merge queue run" ? "merge queue" : ci.change_kind;
+  return "this " + change + " run measured the service at " + shown_url(profile.target) +
+         ", which perfgate did not start: it runs the " + change +
+         "'s code only if this pipeline deployed it there";
+}
+
 }  // namespace perfgate

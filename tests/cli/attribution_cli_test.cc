@@ -165,6 +165,33 @@ TEST_F(AttributionCliTest, ASingleThreadServerIsFoundAndItsPlacementMeasured) {
   EXPECT_LE(threads, 2u);
 }
 
+// Issue 42, item 17: a recipe that starts its service through `sh -c` without
+// exec leaves sh as the process perfgate started, and the server its child.
+// The console and the JSON name the process that serves, not the shell; the
+// whole tree is still the service's.
+TEST_F(AttributionCliTest, AServiceStartedThroughAShellIsNamedByTheProcessThatServes) {
+  uint16_t port = testing::unused_port();
+  std::string serve = "'" + testing::perfgate_binary() + "' demo-server --port " +
+                      std::to_string(port) + "; exit $?";  // not the last command: sh stays
+  nlohmann::json command = {"sh", "-c", serve};
+  testing::CommandResult r;
+  auto result = run(
+      port,
+      profile_text(kNoSaturation + ",\n  \"service\": { \"command\": " + command.dump() + " }"), r);
+  ASSERT_FALSE(result.is_null()) << r.err;
+  EXPECT_NE(r.exit_code, 3) << r.err;
+  const auto& service = result["load_machine"]["service"];
+  EXPECT_EQ(service["name"], "perfgate") << service.dump(2);
+  EXPECT_NE(service["how"].get<std::string>().find("started by perfgate through sh, which runs "
+                                                   "it as pid "),
+            std::string::npos)
+      << service.dump(2);
+  int pid = service["pid"].get<int>();
+  EXPECT_NE(r.out.find("service: perfgate pid " + std::to_string(pid)), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("service: sh "), std::string::npos) << r.out;
+  EXPECT_EQ(testing::validate_result_json(dir_ / "result.json").exit_code, 0);
+}
+
 TEST_F(AttributionCliTest, BackgroundServerIsFoundByItsListenerAndItsCostFollowsItsWork) {
   testing::CommandResult r;
   double light = 0;

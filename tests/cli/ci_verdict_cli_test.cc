@@ -165,5 +165,42 @@ TEST_F(CiVerdictCliTest, SummaryThatIsTheStepSummaryGetsItOnce) {
   EXPECT_EQ(step.find(heading, 1), std::string::npos) << step;
 }
 
+// Issue 42, item 10: a merge request's run against a service perfgate did not
+// start (a shared or staging one, as every sharded run's) measured whatever
+// was deployed there. The run says so, in its notes and its summary; a run
+// that started the service itself, or that judges no change, does not.
+TEST_F(CiVerdictCliTest, AChangeRequestsRunOfAServiceItDidNotStartSaysWhatItMeasured) {
+  const std::string said = "this merge request run measured the service at http://127.0.0.1:" +
+                           std::to_string(server_.port()) +
+                           "/, which perfgate did not start: it runs the merge request's code "
+                           "only if this pipeline deployed it there";
+  auto r = run(kGitlabMergeRequest, {"--summary", (dir_ / "summary.md").string()});
+  ASSERT_NE(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(has_note(said)) << result()["notes"];
+  EXPECT_NE(r.out.find(said), std::string::npos) << r.out;
+  EXPECT_NE(testing::read_file(dir_ / "summary.md").find("which perfgate did not start"),
+            std::string::npos);
+  auto pr = run(kGithubPullRequest);
+  ASSERT_NE(pr.exit_code, 3) << pr.err;
+  EXPECT_TRUE(has_note("this pull request run measured the service at")) << result()["notes"];
+
+  ASSERT_EQ(run(kGithubPush).exit_code, 0);
+  EXPECT_FALSE(has_note("which perfgate did not start")) << result()["notes"];
+  ASSERT_EQ(run({}).exit_code, 0);
+  EXPECT_FALSE(has_note("which perfgate did not start")) << result()["notes"];
+
+  // The merge request's own service, started by perfgate: nothing to say.
+  uint16_t port = testing::unused_port();
+  std::string started = kProfile;
+  started.replace(started.rfind('}'), 1,
+                  ",\n  \"service\": { \"command\": [\"" + testing::perfgate_binary() +
+                      "\", \"demo-server\", \"--port\", \"" + std::to_string(port) + "\"] }\n}");
+  started.replace(started.find("${TARGET_PORT}"), 14, std::to_string(port));
+  testing::write_file(dir_ / "profile.json", started);
+  auto own = run(kGitlabMergeRequest);
+  ASSERT_NE(own.exit_code, 3) << own.err;
+  EXPECT_FALSE(has_note("which perfgate did not start")) << result()["notes"];
+}
+
 }  // namespace
 }  // namespace perfgate

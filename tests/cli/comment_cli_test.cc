@@ -295,12 +295,14 @@ TEST_F(CommentCliTest, AMarkedCommentByAnotherUserIsLeftAlone) {
   EXPECT_EQ(forge_.comments()[0].second, planted);
 }
 
-TEST_F(CommentCliTest, AnInstallationTokenUpdatesOnlyTheActionsBotsComment) {
-  // GITHUB_TOKEN in Actions: GET /user answers 403, comments are github-actions[bot]'s.
+// GitHub Actions' GITHUB_TOKEN: GET /user answers 403, comments are by
+// github-actions[bot], a Bot. A person's marked comment is never edited, even
+// one whose login reads like the bot's.
+TEST_F(CommentCliTest, AnInstallationTokenUpdatesItsBotsCommentNeverAPersons) {
   forge_.act_as_installation_token();
   const std::string planted = "<!-- perfgate:summary -->\nnot the bot";
   forge_.add_comment(planted, "github-actions[bot]", "User");
-  forge_.add_comment(planted, "mallory", "Bot");
+  forge_.add_comment(planted, "mallory", "User");
   auto first = comment(github());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_EQ(forge_.calls().back().method, "POST");
@@ -310,8 +312,40 @@ TEST_F(CommentCliTest, AnInstallationTokenUpdatesOnlyTheActionsBotsComment) {
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(forge_.calls().back().method + " " + forge_.calls().back().target,
             "PATCH /repos/octo/shop/issues/comments/" + std::to_string(own));
+  EXPECT_EQ(forge_.comments().size(), 3u);
   EXPECT_EQ(forge_.comments()[0].second, planted);
   EXPECT_EQ(forge_.comments()[1].second, planted);
+}
+
+// A GitHub App's installation token (actions/create-github-app-token, say):
+// GET /user answers 403 as for GITHUB_TOKEN, but the comments are by
+// my-app[bot]. The second run edits the first's comment instead of adding one;
+// a person's comment holding the same marker stays as it was.
+TEST_F(CommentCliTest, AGithubAppTokenUpdatesItsOwnCommentNotAPersons) {
+  forge_.act_as_installation_token("my-app[bot]");
+  const std::string pasted = "<!-- perfgate:checkout -->\npasted by a reviewer";
+  int64_t theirs = forge_.add_comment(pasted, "a-reviewer", "User");
+  auto first = comment(github(), {"--key", "checkout"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(forge_.calls().back().method, "POST");
+  ASSERT_EQ(forge_.comments().size(), 2u);
+  int64_t own = forge_.comments()[1].first;
+  for (int run = 2; run <= 3; ++run) {
+    testing::write_file(dir_ / "summary.md",
+                        "## perfgate: pass\n\nrun " + std::to_string(run) + "\n");
+    auto again = comment(github(), {"--key", "checkout"});
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(again.out,
+              "perfgate: updated comment " + std::to_string(own) + " on pull request 7\n");
+    EXPECT_EQ(forge_.calls().back().method + " " + forge_.calls().back().target,
+              "PATCH /repos/octo/shop/issues/comments/" + std::to_string(own));
+  }
+  ASSERT_EQ(forge_.comments().size(), 2u);
+  EXPECT_EQ(forge_.comments()[0], std::make_pair(theirs, pasted));
+  EXPECT_EQ(forge_.comments()[1].second,
+            "<!-- perfgate:checkout -->\n## perfgate: pass\n\nrun 3\n");
+  for (const auto& call : forge_.calls())
+    EXPECT_NE(call.target, "/repos/octo/shop/issues/comments/" + std::to_string(theirs));
 }
 
 TEST_F(CommentCliTest, AMarkedNoteByAnotherGitlabUserIsLeftAlone) {

@@ -167,6 +167,39 @@ TEST_F(ShardCliTest, MergedCountIsTheSumOfTheShardsAndTheServersOwnCount) {
   }
 }
 
+// Issue 42, item 10: the shards load a service perfgate did not start, so a
+// merge request's merged verdict is about whatever was deployed there; the
+// merge says so in a merge request pipeline (+0.3 % for a 30 % slower merge
+// request, when the shared service still ran the target branch's code), and
+// not elsewhere.
+TEST_F(ShardCliTest, AMergeRequestsMergeSaysTheServiceWasNotStartedForIt) {
+  for (const auto& r : *results_) ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto merged_json = local_.path() / "merged.json";
+  std::vector<std::string> args = {"merge",           shard(1).string(),   shard(2).string(),
+                                   shard(3).string(), "--store",           store().string(),
+                                   "--json",          merged_json.string()};
+  auto mr =
+      testing::run_command(perfgate_args(args), {{"GITLAB_CI", "true"},
+                                                 {"GITHUB_ACTIONS", ""},
+                                                 {"GITHUB_EVENT_NAME", ""},
+                                                 {"CI_MERGE_REQUEST_IID", "12"},
+                                                 {"CI_COMMIT_REF_NAME", "feature"},
+                                                 {"CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "main"},
+                                                 {"CI_DEFAULT_BRANCH", "main"}});
+  ASSERT_NE(mr.exit_code, 3) << mr.out << mr.err;
+  const std::string said = "this merge request run measured the service at http://127.0.0.1:" +
+                           std::to_string(server_->port()) +
+                           "/, which perfgate did not start: it runs the merge request's code "
+                           "only if this pipeline deployed it there";
+  EXPECT_NE(mr.out.find(said), std::string::npos) << mr.out;
+  auto notes = read_json(merged_json)["notes"];
+  EXPECT_NE(std::find(notes.begin(), notes.end(), said), notes.end()) << notes;
+  auto main = merge({shard(1).string(), shard(2).string(), shard(3).string()},
+                    {"--json", merged_json.string()});
+  ASSERT_NE(main.exit_code, 3) << main.err;
+  EXPECT_EQ(main.out.find("which perfgate did not start"), std::string::npos) << main.out;
+}
+
 TEST_F(ShardCliTest, MergedPercentilesAreThoseOfOneHistogramOfEveryValue) {
   auto r = merge({shard(3).string(), shard(1).string(), shard(2).string()},
                  {"--json", (local_.path() / "merged.json").string()});

@@ -47,11 +47,13 @@ class FakeForge {
   }
   /// The token's own user: what GET .../user answers and who writes new comments.
   static constexpr const char* kSelf = "perfgate-ci";
-  /// As GitHub Actions' GITHUB_TOKEN: GET /user answers 403, and new comments
-  /// are by github-actions[bot], a Bot.
-  void act_as_installation_token() {
+  /// As an installation token: GET /user answers 403, and new comments are by
+  /// `login`, a Bot: github-actions[bot] for GitHub Actions' GITHUB_TOKEN,
+  /// APP-SLUG[bot] for a GitHub App's.
+  void act_as_installation_token(const std::string& login = "github-actions[bot]") {
     std::lock_guard lock(mutex_);
     installation_token_ = true;
+    installation_login_ = login;
   }
   /// From now on every request gets `status` with `body`.
   void fail_with(int status, std::string body) {
@@ -150,10 +152,14 @@ class FakeForge {
     if (list && call.method == "GET") return page(call.target);
     if (list && call.method == "POST") {
       comments_.emplace_back(next_id_, nlohmann::json::parse(call.body)["body"].get<std::string>());
-      authors_[next_id_] = installation_token_
-                               ? std::pair<std::string, std::string>{"github-actions[bot]", "Bot"}
-                               : std::pair<std::string, std::string>{kSelf, "User"};
-      return http(201, nlohmann::json{{"id", next_id_++}}.dump());
+      const auto& [login, type] = authors_[next_id_] =
+          installation_token_ ? std::pair<std::string, std::string>{installation_login_, "Bot"}
+                              : std::pair<std::string, std::string>{kSelf, "User"};
+      // As GitHub answers: the new comment, its author named.
+      return http(201, nlohmann::json{{"id", next_id_++},
+                                      {"user", {{"login", login}, {"type", type}}},
+                                      {"author", {{"username", login}}}}
+                           .dump());
     }
     if (call.method == "PATCH" || call.method == "PUT") {
       int64_t id = std::stoll(path.substr(path.rfind('/') + 1));
@@ -187,6 +193,7 @@ class FakeForge {
   std::vector<std::pair<int64_t, std::string>> comments_;
   std::map<int64_t, std::pair<std::string, std::string>> authors_;  // login, type
   bool installation_token_ = false;
+  std::string installation_login_;
   int64_t next_id_ = 1000;
   int fail_status_ = 0;
   std::string fail_body_;

@@ -30,4 +30,10 @@ struct CiOverrides {
 
 CiContext read_ci_context(const CiOverrides& flags, const EnvLookup& env);
 
+/// A change request's run of a profile that starts no service (a shared
+/// service, a staging URL; every sharded run) measured whatever was deployed
+/// there, not necessarily the change's code: a note that says so. Empty when
+/// perfgate started the service, or the run judges no change request.
+std::string unstarted_service_note(const Profile& profile, const CiContext& ci);
+
 }  // namespace perfgate
