@@ -331,23 +331,6 @@ std::vector<pid_t> ProcReader::process_tree(pid_t pid) const {
   return tree;
 }
 
-std::vector<pid_t> ProcReader::processes_with_env(const std::string& entry) const {
-  std::vector<pid_t> out;
-  for (const auto& p : processes()) {
-    if (p.state == 'Z' || p.state == 'X') continue;
-    auto env = read_text(proc_ / std::to_string(p.pid) / "environ");
-    if (!env) continue;
-    // Entries end with a NUL: a match at the start or after one, ending at one.
-    for (size_t at = env->find(entry); at != std::string::npos; at = env->find(entry, at + 1))
-      if ((at == 0 || (*env)[at - 1] == '\0') &&
-          (at + entry.size() == env->size() || (*env)[at + entry.size()] == '\0')) {
-        out.push_back(p.pid);
-        break;
-      }
-  }
-  return out;
-}
-
 std::optional<pid_t> ProcReader::find_process(std::string_view name) const {
   for (const auto& p : processes())
     if (p.comm == name) return p.pid;

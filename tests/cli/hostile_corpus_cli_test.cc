@@ -42,6 +42,7 @@ struct HostileCase {
   bool store_may_change = false;
   std::string store_name = "store.db";  // the store's file name, in the scratch folder
   std::string store_file;               // a file of the case copied as the store, if any
+  std::string pid_file;  // PIDs the case's service wrote, of processes without the mark
 };
 
 /// Its name, so that ctest's list does not show the case's bytes.
@@ -100,6 +101,8 @@ HostileCase read_case(const fs::path& dir) {
       c.store_name = value;
     } else if (key == "store_file") {
       c.store_file = value;
+    } else if (key == "pid_file") {
+      c.pid_file = value;
     } else if (key != "about") {
       throw std::runtime_error(c.name + ": unknown key " + key);
     }
@@ -203,6 +206,36 @@ std::vector<pid_t> leftovers(const std::string& mark) {
   return found;
 }
 
+/// The PIDs in `file` (one a line) that are still running 2 s after
+/// perfgate's exit, killed and named: what shed the mark (`env -i`) is found
+/// by the PID its starter wrote down.
+std::vector<pid_t> leftovers_in(const fs::path& file) {
+  std::vector<pid_t> pids;
+  std::ifstream in(file);
+  for (pid_t pid; in >> pid;)
+    if (pid > 0) pids.push_back(pid);
+  auto alive = [](pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    auto close = line.rfind(')');
+    return close == std::string::npos || line.size() <= close + 2 || line[close + 2] != 'Z';
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  auto left = [&] {
+    std::vector<pid_t> out;
+    std::copy_if(pids.begin(), pids.end(), std::back_inserter(out), alive);
+    return out;
+  };
+  auto found = left();
+  while (!found.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    found = left();
+  }
+  for (pid_t pid : found) kill(pid, SIGKILL);
+  return found;
+}
+
 std::string unprintable_bytes(const std::string& text) {
   std::string bad;
   for (unsigned char c : text)
@@ -279,6 +312,12 @@ TEST_P(HostileCorpusCliTest, ExitsCleanlyAndLeavesNothingBehind) {
       }
   }
   EXPECT_EQ(leftovers(mark).size(), 0u) << "processes outlived perfgate";
+  if (!c.pid_file.empty()) {
+    auto pid_file = fs::path(placed(c.pid_file, w, at));
+    EXPECT_TRUE(fs::exists(pid_file)) << pid_file << " was not written";
+    EXPECT_EQ(leftovers_in(pid_file).size(), 0u)
+        << "processes in " << pid_file << " outlived perfgate";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, HostileCorpusCliTest, ::testing::ValuesIn(corpus()),

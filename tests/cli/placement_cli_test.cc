@@ -48,7 +48,7 @@ Observed watch_run(const std::atomic<bool>& done) {
       if (!testing::cmdline_has(perfgate, " run ")) continue;
       auto own = thread_cpus(perfgate);
       if (std::count(own.begin(), own.end(), "1") > 0) ++seen.looks_with_pinned_load;
-      for (pid_t child : testing::children_of(perfgate)) {
+      for (pid_t child : testing::services_of(perfgate)) {
         if (!testing::cmdline_has(child, "demo-server")) continue;
         ++seen.service_looks;
         for (const auto& cpus : thread_cpus(child)) seen.service_cpus.insert(cpus);

@@ -26,7 +26,7 @@ std::set<std::string> last_service_cpus(const std::atomic<bool>& done) {
   std::set<std::string> last;
   while (!done) {
     for (pid_t perfgate : testing::children_of(getpid()))
-      for (pid_t child : testing::children_of(perfgate)) {
+      for (pid_t child : testing::services_of(perfgate)) {
         if (!testing::cmdline_has(child, "demo-server")) continue;
         std::set<std::string> now;
         std::error_code ec;

@@ -156,10 +156,65 @@ TEST(SignalCliTest, SigkilledPerfgateLeavesNoServiceProcessBehind) {
   expect_sigkill_leaves_no_server("", "", "the service's child");
 }
 
-// The same when the service left its process group (setsid): the guardian
-// finds it by the mark in its environment.
+// The same when the service left its process group (setsid): it is still a
+// descendant of the service's keeper, which ends it when perfgate dies.
 TEST(SignalCliTest, SigkilledPerfgateLeavesNoSetsidServiceBehind) {
   expect_sigkill_leaves_no_server("setsid ", "sleep 0.5; ", "the setsid service");
+}
+
+// Issue 41 item 18: a process that leaves the group and the session and wipes
+// its environment (`setsid env -i`) kept neither the group nor the mark the
+// guardian looked for, and outlived a SIGKILLed perfgate. It stays the
+// service keeper's descendant. env -i wipes PATH too: absolute paths.
+TEST(SignalCliTest, SigkilledPerfgateLeavesNoSetsidEnvIServiceBehind) {
+  expect_sigkill_leaves_no_server("setsid /usr/bin/env -i ", "sleep 0.5; ",
+                                  "the setsid env -i service");
+}
+
+// One short window (200 ms) whose service is `sh -c SCRIPT`, ready at `port`.
+std::string short_service_profile(uint16_t port, const std::string& script) {
+  return R"({
+  "name": "escape-test",
+  "target": { "url": "http://127.0.0.1:)" +
+         std::to_string(port) + R"(/" },
+  "load": { "threads": 1, "connections": 2, "duration": "200ms", "warmup": "0s" },
+  "repeat": { "count": 1, "discard": 0 },
+  "service": { "command": ["/bin/sh", "-c", ")" +
+         script + R"("] }
+})";
+}
+
+// True while `pid` is a live process whose command line holds `arg`: a PID
+// that was reused meanwhile is not the process a test started.
+bool alive_with_arg(pid_t pid, const std::string& arg) {
+  if (process_gone(pid)) return false;
+  std::string cmdline = testing::read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmdline.find(std::string(1, '\0') + arg + std::string(1, '\0')) != std::string::npos;
+}
+
+// Issue 41 item 18: a run that ends as it should stops what its service
+// started with `setsid env -i` too (no group, no session, no environment in
+// common with it). The hostile corpus has the same case
+// (svc_setsid_env_i_escapes_mark), through its pid_file key.
+TEST(SignalCliTest, FinishedRunLeavesNoSetsidEnvIProcessOfItsService) {
+  TempDir dir;
+  auto port = testing::unused_port();
+  auto pid_file = dir / "escaped.pid";
+  const std::string arg = "4218";  // sleep's seconds, which tell it from a reused PID
+  std::string script = "setsid /usr/bin/env -i /bin/sleep " + arg +
+                       " </dev/null >/dev/null 2>&1 & echo $! > '" + pid_file.string() +
+                       "'; exec " + demo_server(port);
+  testing::write_file(dir / "profile.json", short_service_profile(port, script));
+  auto r = testing::run_command(
+      {testing::perfgate_binary(), "run", (dir / "profile.json").string(), "--no-record"}, {}, {},
+      60);
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  ASSERT_TRUE(std::filesystem::exists(pid_file)) << r.err;
+  pid_t escaped = std::stoi(testing::read_file(pid_file));
+  ASSERT_GT(escaped, 0);
+  bool left = alive_with_arg(escaped, arg);
+  if (left) kill(escaped, SIGKILL);  // the process this test started, by its PID
+  EXPECT_FALSE(left) << "the service's `setsid env -i sleep` " << escaped << " outlived perfgate";
 }
 
 // Holds the store's write lock, as another perfgate writing would.

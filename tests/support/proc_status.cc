@@ -41,6 +41,16 @@ std::vector<pid_t> children_of(pid_t parent) {
   return out;
 }
 
+std::vector<pid_t> services_of(pid_t perfgate) {
+  std::vector<pid_t> out;
+  for (pid_t keeper : children_of(perfgate)) {
+    if (proc_text("/proc/" + std::to_string(keeper) + "/comm") != "perfgate-keeper\n") continue;
+    auto services = children_of(keeper);
+    out.insert(out.end(), services.begin(), services.end());
+  }
+  return out;
+}
+
 bool cmdline_has(pid_t pid, const std::string& word) {
   auto text = proc_text("/proc/" + std::to_string(pid) + "/cmdline");
   std::replace(text.begin(), text.end(), '\0', ' ');

@@ -20,6 +20,10 @@ std::string status_field(const std::string& status, const std::string& name);
 /// The live processes whose parent is `parent`.
 std::vector<pid_t> children_of(pid_t parent);
 
+/// The services a perfgate run started: the children of its keepers (its
+/// children named perfgate-keeper), whose child each service is.
+std::vector<pid_t> services_of(pid_t perfgate);
+
 /// Whether `word` is in the process's command line (arguments joined by spaces).
 bool cmdline_has(pid_t pid, const std::string& word);
 

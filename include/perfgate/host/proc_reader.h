@@ -119,9 +119,6 @@ class ProcReader {
   std::optional<uint64_t> rss_kib(std::string_view pid) const;
   /// `pid` and its descendants (children found by their ppid), `pid` first.
   std::vector<pid_t> process_tree(pid_t pid) const;
-  /// The live processes (zombies aside) whose environment holds the entry
-  /// `entry` ("NAME=value") exactly; another user's processes are not seen.
-  std::vector<pid_t> processes_with_env(const std::string& entry) const;
   /// The first process whose comm is `name`; the lowest PID wins.
   std::optional<pid_t> find_process(std::string_view name) const;
   /// Every process of the host.

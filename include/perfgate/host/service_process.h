@@ -22,14 +22,15 @@ struct LaunchOptions {
   std::function<void(pid_t)> before_exec;
 };
 
-/// The service under test, started by perfgate in its own process group and
-/// always stopped with it: SIGTERM to the group, SIGKILL after a grace period.
-/// A guardian process does the same if perfgate dies without stopping it.
-/// Every process of the service carries a mark in its environment
-/// (PERFGATE_SERVICE_TREE), so that stop() also ends those that left the group
-/// (setsid, a double fork), and so does the guardian. Its standard output goes to perfgate's
-/// standard error: perfgate's own output stays the report, and a pipe reading it is not held open
-/// by the service.
+/// The service under test, started in its own process group by a keeper
+/// process that perfgate forks and that stays the service's parent. The keeper
+/// is a child subreaper: whatever the service starts, even what leaves its
+/// group and session and wipes its environment (`setsid env -i ...`), stays the
+/// keeper's descendant. stop(), or perfgate's death (even by SIGKILL), has the
+/// keeper send SIGTERM to the group and to what left it, wait the grace
+/// period, then SIGKILL every process left (see service_keeper.h). Its
+/// standard output goes to perfgate's standard error: perfgate's own output
+/// stays the report, and a pipe reading it is not held open by the service.
 class ServiceProcess {
  public:
   /// Starts `spec.command`, on `cpus` when not empty (it and every process it
@@ -48,31 +49,32 @@ class ServiceProcess {
   /// server that sets its own affinity) is pinned back, so that the placement
   /// recorded with the run is the one it ran on.
   void wait_ready(const std::atomic<bool>& stop, bool tls_verify = true);
-  /// True while the process has not exited.
+  /// True while the process has not exited (nor its keeper been killed).
   bool running();
   /// How it ended, e.g. "exited with status 1"; meaningful once running() is false.
   std::string exit_description() const;
   static constexpr Nanos kStopGrace = std::chrono::seconds(5);
   void stop(Nanos grace = kStopGrace);
+  /// The service's own PID (the keeper's child), e.g. for the host sampler.
   pid_t pid() const { return pid_; }
   const std::string& command() const { return spec_.command.front(); }
 
  private:
+  void start_keeper(const std::function<void()>& start);
+  void check_exec(int error_fd);
   void release_child(const std::function<void(pid_t)>& before_exec, int go[2]);
-  void start_guardian();
-  void dismiss_guardian();
-  void reap_group();
-
+  bool hear_keeper(int flags);
+  void end_keeper(Nanos grace);
   void hold_to_cpus() const;
-  void stop_marked(Nanos grace);
 
   ServiceSpec spec_;
   CpuList cpus_;
-  std::string mark_;  // "PERFGATE_SERVICE_TREE=..." in each of the service's processes
   pid_t pid_ = -1;
-  pid_t guardian_ = -1;   // ends the group if perfgate dies without stop()
-  int guardian_fd_ = -1;  // perfgate's end of the guardian's socket
-  bool reaped_ = false;
+  pid_t keeper_ = -1;         // perfgate's child, the service's parent
+  int keeper_fd_ = -1;        // perfgate's end of the keeper's socket
+  bool exited_ = false;       // the keeper said how the service ended, or is gone
+  bool keeper_lost_ = false;  // ... gone without saying it
+  bool keeper_done_ = false;  // nothing more will come from the keeper
   bool stopped_ = false;
   int exit_status_ = 0;
 };
