@@ -407,7 +407,7 @@ BaselineStore::~BaselineStore() = default;
 
 // SQLite opens the files beside the store as they are: a FIFO there hung the
 // open (deaf to SIGTERM), or failed the write after a whole load.
-static void refuse_special_journal(const fs::path& store) {
+void BaselineStore::refuse_special_journal(const fs::path& store) {
   for (const char* suffix : {"-journal", "-wal", "-shm"}) {
     fs::path beside = store.string() + suffix;
     if (auto kind = special_file_kind(beside); !kind.empty())

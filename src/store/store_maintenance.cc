@@ -247,6 +247,7 @@ void check_store_sound(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) == 0)
     return;  // none yet (or not a file: the caller's other checks say so)
+  BaselineStore::refuse_special_journal(path);  // SQLite would open a FIFO there
   store_schema::check_is_perfgate_store(path);
   std::string damage;
   try {

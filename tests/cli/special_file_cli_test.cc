@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -151,7 +153,7 @@ TEST_F(SpecialFileCliTest, AFifoWhereTheStoresJournalGoesIsRefused) {
                           std::to_string(testing::unused_port()) + R"(/"}})");
   for (const std::string suffix : {"-journal", "-wal", "-shm"}) {
     const fs::path fifo = store_.string() + suffix;
-    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << fifo << ": " << std::strerror(errno);
     for (auto args : std::vector<std::vector<std::string>>{
              {"run", (dir_ / "profile.json").string(), "--store", store_.string()},
              {"history", "--store", store_.string()},

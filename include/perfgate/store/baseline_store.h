@@ -35,6 +35,9 @@ class BaselineStore {
   /// is a regular file (through links) or nothing yet. Looks without opening:
   /// open() of a FIFO blocks until a writer comes, which may be never.
   static std::string file_kind_problem(const std::filesystem::path& path);
+  /// Throws Error when a FIFO, device or socket sits where SQLite keeps the
+  /// store's journal (-journal, -wal, -shm): opening the store would hang on it.
+  static void refuse_special_journal(const std::filesystem::path& store);
 
   BaselineStore(BaselineStore&&) noexcept;
   BaselineStore& operator=(BaselineStore&&) noexcept;
