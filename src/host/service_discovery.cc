@@ -381,6 +381,26 @@ std::string unattributed_advice(const std::string& listener) {
          "service.container";
 }
 
+namespace {
+
+// The process perfgate started: its whole tree is the service's either way;
+// the name is the server's (a shell that runs it is named through).
+AttributedService started_service(const ProcReader& proc, const ServiceQuery& q) {
+  AttributedService s;
+  s.pid = *q.started;
+  s.roots = {s.pid};
+  s.name = comm_of(proc, s.pid);
+  s.how = "started by perfgate";
+  if (auto serving = serving_descendant(proc, q)) {
+    s.how = "started by perfgate through " + s.name + ", which runs it as pid " +
+            std::to_string(*serving);
+    s.name = name_of(proc, *serving);
+  }
+  return s;
+}
+
+}  // namespace
+
 ServiceSearch find_service(const ProcReader& proc, const CgroupReader& cgroups,
                            const ServiceQuery& q) {
   ServiceSearch out;
@@ -401,13 +421,7 @@ ServiceSearch find_service(const ProcReader& proc, const CgroupReader& cgroups,
     out.service = s;
   };
   if (q.started) {
-    attribute({*q.started}, "started by perfgate", false);
-    // Its whole tree is the service's either way; the name is the server's.
-    if (auto serving = serving_descendant(proc, q)) {
-      out.service->how = "started by perfgate through " + out.service->name +
-                         ", which runs it as pid " + std::to_string(*serving);
-      out.service->name = name_of(proc, *serving);
-    }
+    out.service = started_service(proc, q);
     return out;
   }
   if (!q.cgroup.empty()) {
