@@ -262,6 +262,28 @@ TEST(HostileStore, BytesThatAreNotUtf8StillExportAndImport) {
   EXPECT_NO_THROW(import_runs(store, again, "exported.jsonl"));
 }
 
+// Issue 41, item 5: a window's duration is its throughput's denominator. One
+// of 1 ns, or of 0 for responses, would stand as a baseline no build reaches;
+// a real short window (a run cut by a signal) still reads.
+TEST(HostileStore, AnImportedWindowPastAnyLoadMachinesThroughputIsRefused) {
+  auto with_duration = [](int64_t ns) {
+    auto j = nlohmann::json::parse(to_json_line(testing::synthetic_run(1, 1000, 5), false));
+    j["iterations"][0]["duration_ns"] = ns;
+    return j.dump();
+  };
+  auto refused = [&](int64_t ns, const std::string& why) {
+    try {
+      run_from_json_line(with_duration(ns));
+      ADD_FAILURE() << ns << " ns was imported";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused(1, "responses in 1 ns is past any load machine's throughput (1e8 req/s at most)");
+  refused(0, "iterations[0].duration_ns: 0 for ");
+  EXPECT_NO_THROW(run_from_json_line(with_duration(1'000'000)));  // 1 ms: a short real window
+}
+
 // Issue 41, item 14: PRAGMA user_version = -1 indexed the migrations with
 // size_t(-1) and crashed.
 TEST(HostileStore, ANegativeSchemaVersionIsRefusedNotACrash) {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/proc_status.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -44,14 +45,7 @@ pid_t parent_of(pid_t pid) {
   return close == std::string::npos ? 0 : std::atoi(line.c_str() + close + 4);
 }
 
-// A PID is gone once it no longer exists or is a zombie nobody reaped yet.
-bool process_gone(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return true;
-  auto close = line.rfind(')');
-  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
-}
+using testing::process_gone;
 
 // A process that left the group and the session, wiped its environment and
 // lost its parent (the service's shell) gets SIGTERM once, however long the

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/proc_status.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -214,13 +215,7 @@ std::vector<pid_t> leftovers_in(const fs::path& file) {
   std::ifstream in(file);
   for (pid_t pid; in >> pid;)
     if (pid > 0) pids.push_back(pid);
-  auto alive = [](pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return false;
-    auto close = line.rfind(')');
-    return close == std::string::npos || line.size() <= close + 2 || line[close + 2] != 'Z';
-  };
+  auto alive = [](pid_t pid) { return !testing::process_gone(pid); };
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   auto left = [&] {
     std::vector<pid_t> out;

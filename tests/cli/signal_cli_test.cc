@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "perfgate/store/baseline_store.h"
+#include "support/proc_status.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -60,14 +61,7 @@ testing::CommandResult run_and_signal(const std::filesystem::path& profile,
                               {}, {}, timeout_s);
 }
 
-// A PID is gone once it no longer exists or is a zombie nobody reaped yet.
-bool process_gone(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return true;
-  auto close = line.rfind(')');
-  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
-}
+using testing::process_gone;
 
 bool gone_within(pid_t pid, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;

@@ -51,6 +51,13 @@ std::vector<pid_t> services_of(pid_t perfgate) {
   return out;
 }
 
+bool process_gone(pid_t pid) {
+  auto line = proc_text("/proc/" + std::to_string(pid) + "/stat");
+  if (line.empty()) return true;
+  auto close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
+}
+
 bool cmdline_has(pid_t pid, const std::string& word) {
   auto text = proc_text("/proc/" + std::to_string(pid) + "/cmdline");
   std::replace(text.begin(), text.end(), '\0', ' ');

@@ -24,6 +24,10 @@ std::vector<pid_t> children_of(pid_t parent);
 /// children named perfgate-keeper), whose child each service is.
 std::vector<pid_t> services_of(pid_t perfgate);
 
+/// Whether the process is gone: it no longer exists, or is a zombie nobody
+/// reaped yet (this machine's init may reap late).
+bool process_gone(pid_t pid);
+
 /// Whether `word` is in the process's command line (arguments joined by spaces).
 bool cmdline_has(pid_t pid, const std::string& word);
 
