@@ -128,6 +128,7 @@ TEST_F(SpecialFileCliTest, AFifoAsTheStoreIsRefusedBeforeOpen) {
       {"store", "check", "--store", fifo},
       {"store", "export", "--store", fifo},
       {"store", "prune", "--keep", "1", "--store", fifo},
+      {"store", "delete", "1", "--store", fifo},
       {"store", "migrate", "--store", fifo},
       {"report", "--html", (dir_ / "r.html").string(), "--store", fifo},
       {"compare", "1", "--store", fifo},
