@@ -130,6 +130,23 @@ TEST_F(OutputAfterLoadCliTest, AReportLostToAFullDiskTakesTheStoredRunOutAgain) 
   EXPECT_EQ(checked.exit_code, 0) << checked.out;
 }
 
+// Item 13 in paired mode: a paired run stores both sides, and both go again.
+TEST_F(OutputAfterLoadCliTest, APairedRunWhoseReportIsLostTakesBothSidesOut) {
+  testing::DemoServerProcess baseline;
+  auto paired = dir_ / "paired.json";
+  testing::write_file(paired, R"({"name": "outputs-paired", "target": {"url": ")" + demo_.url() +
+                                  R"("}, "load": {"threads": 1, "connections": 2,
+        "duration": "200ms", "warmup": "0s"}, "repeat": {"count": 7, "discard": 0},
+        "paired": {"baseline": {"origin": "http://127.0.0.1:)" +
+                                  std::to_string(baseline.port()) +
+                                  R"(", "commit": "0ld"}, "leg_warmup": "0s"}})");
+  auto r = testing::run_command({testing::perfgate_binary(), "run", paired.string(), "--store",
+                                 store_.string(), "--junit", "/dev/full"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("the run was taken out of the store again"), std::string::npos) << r.err;
+  EXPECT_EQ(stored_runs(), 0);
+}
+
 // Item 13: the step summary on a full disk was left cut mid-table. A file-size
 // limit (ulimit -f) stands in for the full disk: what a failed append wrote is
 // cut off again, so the summary is whole or as it was.
