@@ -478,18 +478,31 @@ TEST(BaselineStore, TwoHandlesSeeEachOthersRuns) {
   EXPECT_EQ(reader.run_count(), 1);
 }
 
-TEST(BaselineStoreEligibility, OnlyCompleteUnsaturatedPassOrAccepted) {
+TEST(BaselineStoreEligibility, OnlyCompleteUnsaturatedRunsWithoutARegressionOrAccepted) {
   RunRecord run;
   EXPECT_TRUE(run.eligible_as_baseline());
-  // Issue 39: a warn (inconclusive too) is no new normal unless someone says so.
+  // Issue 46: a warn that was only undecided is no regression, and a baseline,
+  // or a young store's window never grows past its first run.
+  run.verdict = Verdict::kWarn;
+  EXPECT_TRUE(run.eligible_as_baseline());
+  // A sure regression (a warn past the warn limit, a fail) is no new normal
+  // unless someone says so.
+  run.regressed = true;
   for (auto bad : {Verdict::kWarn, Verdict::kFail, Verdict::kError}) {
     run.verdict = bad;
     EXPECT_FALSE(run.eligible_as_baseline());
   }
+  run.regressed = false;
+  for (auto bad : {Verdict::kFail, Verdict::kError}) {
+    run.verdict = bad;
+    EXPECT_FALSE(run.eligible_as_baseline());
+  }
   run.verdict = Verdict::kWarn;
+  run.regressed = true;
   run.review.state = "accepted";
   EXPECT_TRUE(run.eligible_as_baseline());
   run.review.state.clear();
+  run.regressed = false;
   run.verdict = Verdict::kPass;
   run.saturation.saturated = true;
   EXPECT_FALSE(run.eligible_as_baseline());
@@ -581,8 +594,10 @@ TEST(BaselineStore, MigratingToVersion7TakesWarnedRunsOutOfTheBaselines) {
     warn.review = {"accepted", "intended", "ci", "2026-01-01T00:00:00Z"};
     accepted = store.record(warn);
   }
-  // As schema 6 kept them: every warned run eligible.
-  sqlite_exec(path, "UPDATE runs SET eligible = 1; PRAGMA user_version = 6");
+  // As schema 6 kept them: every warned run eligible, and no regressed column.
+  sqlite_exec(path,
+              "UPDATE runs SET eligible = 1; ALTER TABLE runs DROP COLUMN regressed; "
+              "PRAGMA user_version = 6");
   auto store = BaselineStore::open(path);
   EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);
   EXPECT_EQ(sqlite_text(path, "SELECT group_concat(id) FROM runs WHERE eligible = 1"),

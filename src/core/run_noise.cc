@@ -86,54 +86,126 @@ struct Spread {
   double sd = 0;
   double df = 0;
   std::string how;
+  std::string from;  // "window", "pool" or "prior" (ChangeEstimate::spread)
 };
 
-// The pool as a prior for the window's own spread: their variances combined by
-// degrees of freedom, s^2 = (df_p s_p^2 + (k - 1) s_w^2) / (df_p + k - 1). Where
-// the window scatters significantly more than the pool says this code does (F
-// test, upper tail, p < 0.05: the noise varies by day, or has grown since the
-// pool's runs), the pool would err narrow; the window's own spread decides.
-Spread window_and_pool(std::span<const double> runs, double mean, const RunNoise& noise) {
-  std::string pooled = "noise pooled over " + std::to_string(noise.runs) + " runs of " +
-                       std::to_string(noise.days) + (noise.days == 1 ? " day, " : " days, ") +
-                       df_text(noise.df) + " df";
-  double pool_var = noise.log_sd * noise.log_sd;
-  if (runs.size() < 2) return {noise.log_sd, noise.df, pooled};
-  double own_df = static_cast<double>(runs.size()) - 1, ss = 0;
+std::string noise_text(const RunNoise& noise) {
+  char sd[32];
+  std::snprintf(sd, sizeof sd, "%.1f %%", noise.log_sd * 100);
+  if (noise.prior)
+    return std::string("the stated prior of 2-core runners, ") + sd + " a run, " +
+           df_text(noise.df) + " df";
+  return "noise pooled over " + std::to_string(noise.runs) + " runs of " +
+         std::to_string(noise.days) + (noise.days == 1 ? " day, " : " days, ") +
+         df_text(noise.df) + " df";
+}
+
+std::string source(const RunNoise& noise) {
+  return noise.prior ? "prior" : "pool";
+}
+
+std::string which(const RunNoise& noise) {
+  return noise.prior ? "the prior's" : "the pool's";
+}
+
+// The pool (or the prior) as a prior for the window's own spread: their
+// variances combined by degrees of freedom, s^2 = (df_p s_p^2 + (k - 1) s_w^2)
+// / (df_p + k - 1). Where the window scatters significantly more than a
+// candidate says (F test, upper tail, p < 0.05: the noise varies by day, or has
+// grown since the pool's runs), it would err narrow: the next one is tried (the
+// prior after the pool), and only when every one is narrower does the window's
+// own spread decide on its k - 1 df (a window of two never falls back to one df
+// while a wider spread on more df is at hand; issue 46).
+Spread choose_spread(std::span<const double> runs, std::span<const RunNoise> noises) {
+  if (runs.size() < 2)
+    return {noises.front().log_sd, noises.front().df, noise_text(noises.front()),
+            source(noises.front())};
+  double own_df = static_cast<double>(runs.size()) - 1, mean = 0, ss = 0;
+  for (double v : runs) mean += std::log(v) / static_cast<double>(runs.size());
   for (double v : runs) ss += (std::log(v) - mean) * (std::log(v) - mean);
   double own_var = ss / own_df;
-  double p = pool_var > 0 ? stats::f_distribution_sf(own_var / pool_var, own_df, noise.df)
-                          : (own_var > 0 ? 0.0 : 1.0);
-  if (p < 0.05) {
-    char text[96];
-    std::snprintf(text, sizeof text,
-                  "the window's own spread: the pool's %s df is narrower (F p=%.3f)",
-                  df_text(noise.df).c_str(), p);
-    return {std::sqrt(own_var), own_df, text};
+  if (noises.empty()) return {std::sqrt(own_var), own_df, "", "window"};
+  double p = 1;
+  for (const auto& noise : noises) {
+    double var = noise.log_sd * noise.log_sd;
+    p = var > 0 ? stats::f_distribution_sf(own_var / var, own_df, noise.df)
+                : (own_var > 0 ? 0.0 : 1.0);
+    if (p < 0.05) continue;
+    double df = noise.df + own_df;
+    return {std::sqrt((noise.df * var + own_df * own_var) / df), df,
+            noise_text(noise) + ", with the window's " + std::to_string(static_cast<int>(own_df)) +
+                " df",
+            source(noise)};
   }
-  double df = noise.df + own_df;
-  return {std::sqrt((noise.df * pool_var + own_df * own_var) / df), df,
-          pooled + ", with the window's " + std::to_string(static_cast<int>(own_df)) + " df"};
+  char text[128];
+  std::snprintf(text, sizeof text, "the window's own spread: %s %s df is narrower (F p=%.3f)",
+                which(noises.back()).c_str(), df_text(noises.back().df).c_str(), p);
+  return {std::sqrt(own_var), own_df, text, "window"};
 }
+
+// A prior per metric: {SD of log figures of one run on another day, its df}.
+// Where each comes from: docs/statistics.md, "The stated prior".
+struct Prior {
+  std::string_view metric;
+  double log_sd;
+  double df;
+};
+
+constexpr Prior kPriors[] = {
+    {"throughput_rps", 0.08, 12},
+    {"latency_p50_ms", 0.10, 12},
+    {"latency_p75_ms", 0.10, 12},
+    {"latency_p90_ms", 0.10, 12},
+    {"latency_p99_ms", 0.12, 12},
+    {"latency_p999_ms", 0.25, 12},
+    {"latency_max_ms", 0.40, 12},
+    {"service_cpu_us_per_request", 0.12, 12},
+    {"requests_per_service_cpu_s", 0.12, 12},
+};
 
 }  // namespace
 
+std::optional<RunNoise> run_noise_prior(std::string_view metric) {
+  for (const auto& p : kPriors) {
+    if (p.metric != metric) continue;
+    RunNoise noise;
+    noise.log_sd = p.log_sd;
+    noise.df = p.df;
+    noise.prior = true;
+    return noise;
+  }
+  return std::nullopt;
+}
+
 ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
                                    double confidence, const RunNoise& noise) {
+  return estimate_run_change(now, baseline_runs, confidence, std::span(&noise, 1), 0);
+}
+
+ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
+                                   double confidence, std::span<const RunNoise> noises, int days,
+                                   std::span<const double> spread_runs) {
   const std::string name = "estimate_run_change (pooled noise)";
   if (baseline_runs.empty()) throw std::invalid_argument(name + ": needs a baseline run");
   if (!(confidence > 0 && confidence < 1))
     throw std::invalid_argument(name + ": confidence must be in (0, 1)");
-  if (noise.df < 1 || !std::isfinite(noise.log_sd) || noise.log_sd < 0)
-    throw std::invalid_argument(name + ": needs a noise estimate with at least 1 df");
-  if (!loggable(now) || !std::all_of(baseline_runs.begin(), baseline_runs.end(), loggable))
+  if (noises.empty() && baseline_runs.size() + spread_runs.size() < 2)
+    throw std::invalid_argument(name + ": needs a noise estimate or two runs");
+  for (const auto& noise : noises)
+    if (noise.df < 1 || !std::isfinite(noise.log_sd) || noise.log_sd < 0)
+      throw std::invalid_argument(name + ": needs a noise estimate with at least 1 df");
+  if (!loggable(now) || !std::all_of(baseline_runs.begin(), baseline_runs.end(), loggable) ||
+      !std::all_of(spread_runs.begin(), spread_runs.end(), loggable))
     throw std::invalid_argument(name + ": figures must be positive and finite");
   auto k = static_cast<double>(baseline_runs.size());
   double mean = 0;
   for (double v : baseline_runs) mean += std::log(v) / k;
-  auto spread = window_and_pool(baseline_runs, mean, noise);
+  std::vector<double> scattered(baseline_runs.begin(), baseline_runs.end());
+  scattered.insert(scattered.end(), spread_runs.begin(), spread_runs.end());
+  auto spread = choose_spread(scattered, noises);
   double df = spread.df;
-  double scale = spread.sd * std::sqrt(1 + 1 / k);
+  double apart = days > 0 && days < k ? days : k;  // independent draws of a day's luck
+  double scale = spread.sd * std::sqrt(1 + 1 / apart);
   double half = stats::student_t_quantile(0.5 + confidence / 2, df) * scale;
   double d = std::log(now) - mean;
   double p = 1;
@@ -142,15 +214,16 @@ ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_
   else if (d != 0)
     p = 0;  // runs of the same code that never varied: any difference is beyond them
   auto pct = [](double diff) { return std::expm1(diff) * 100; };
-  return {pct(d),
-          pct(d - half),
-          pct(d + half),
-          p,
-          1,
-          static_cast<int>(k),
-          "run-level t (" + std::to_string(baseline_runs.size()) + " runs, " + spread.how + ")",
-          true,
-          df};
+  std::string runs = std::to_string(baseline_runs.size()) + " runs";
+  if (apart < k)
+    runs += " of " + std::to_string(static_cast<int>(apart)) + (apart == 1 ? " day" : " days");
+  if (!spread_runs.empty())
+    runs += ", " + std::to_string(spread_runs.size()) + " more in the spread";
+  if (!spread.how.empty()) runs += ", " + spread.how;
+  return {pct(d),         pct(d - half), pct(d + half), p, 1, static_cast<int>(k),
+          "run-level t (" + runs + ")",
+          true,           df,
+          spread.from};
 }
 
 }  // namespace perfgate

@@ -503,7 +503,8 @@ ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_
           static_cast<int>(k),
           "run-level t (" + std::to_string(baseline_runs.size()) + " runs)",
           true,
-          k - 1};
+          k - 1,
+          "window"};
 }
 
 ChangeEstimate estimate_paired_change(std::span<const double> now, std::span<const double> baseline,

@@ -113,22 +113,51 @@ std::string change_text(const MetricCheck& c, double confidence) {
   return text + ")";
 }
 
-// The run-level test, when there is one: with a young window (fewer than
-// kPooledNoiseBelowRuns runs) against the noise pooled over earlier runs when that
-// holds groups of kPoolMinDays days and rests on more degrees of freedom than
-// the window's own k - 1; else, with three or more runs, against the window's
-// own spread.
+// The figures of the window's period's runs that are no baseline, within the
+// fail limit of the level (log figures' mean): they count toward the spread.
+// Farther, a run is another level, not noise (a regression that persists must
+// keep failing, not widen its own interval).
+std::vector<double> spread_runs(const BaselineSample& base, const std::string& key,
+                                const std::vector<double>& runs, std::optional<double> limit_pct) {
+  auto extra = base.spread_figures.find(key);
+  if (!limit_pct || extra == base.spread_figures.end()) return {};
+  double mean = 0;
+  for (double v : runs) mean += std::log(v) / static_cast<double>(runs.size());
+  double reach = std::log1p(*limit_pct / 100);
+  std::vector<double> out;
+  for (double v : extra->second)
+    if (v > 0 && std::fabs(std::log(v) - mean) <= reach) out.push_back(v);
+  return out;
+}
+
+// The run-level test, when there is one. A young window (fewer than
+// kPooledNoiseBelowRuns runs, or of fewer days: runs of one day share its luck)
+// takes the spread of whole runs from the noise pooled over earlier runs when
+// that holds groups of kPoolMinDays days and rests on more degrees of freedom
+// than the window's own k - 1, else from the metric's stated prior, each refined
+// by the window's own spread; a window of five runs of five days, or a metric
+// without a prior and three runs or more, judges with its own spread.
 std::optional<ChangeEstimate> run_level_change(const BaselineSample& base, const std::string& key,
-                                               double value, double level) {
+                                               double value, double level,
+                                               std::optional<double> limit_pct) {
   auto runs = base.run_figures.find(key);
   if (runs == base.run_figures.end() || runs->second.empty()) return std::nullopt;
   int k = static_cast<int>(runs->second.size());
-  auto noise = base.run_noise.find(key);
+  auto day_count = base.run_days.find(key);
+  int days = day_count == base.run_days.end() ? k : std::clamp(day_count->second, 1, k);
   bool positive = value > 0 && std::all_of(runs->second.begin(), runs->second.end(),
                                            [](double v) { return v > 0; });
-  if (k < kPooledNoiseBelowRuns && positive && noise != base.run_noise.end() &&
-      noise->second.days >= kPoolMinDays && noise->second.df > k - 1)
-    return estimate_run_change(value, runs->second, level, noise->second);
+  std::vector<RunNoise> noises;
+  auto noise = base.run_noise.find(key);
+  if (noise != base.run_noise.end() && noise->second.days >= kPoolMinDays &&
+      noise->second.df > k - 1)
+    noises.push_back(noise->second);
+  if (auto prior = run_noise_prior(key)) noises.push_back(*prior);
+  auto scattered = positive ? spread_runs(base, key, runs->second, limit_pct) : std::vector<double>{};
+  bool young = k < kPooledNoiseBelowRuns || days < kPooledNoiseBelowRuns;
+  if (!young) noises.clear();
+  if (positive && (!noises.empty() || k + scattered.size() >= 3))
+    return estimate_run_change(value, runs->second, level, noises, days, scattered);
   if (k >= 3) return estimate_run_change(value, runs->second, level);
   return std::nullopt;
 }
@@ -173,6 +202,7 @@ ChangeTest change_test(const ChangeEstimate& e, double confidence, std::string u
   t.estimate_pct = e.change_pct;
   t.confidence_pct = confidence;
   t.unit = std::move(unit);
+  t.spread = e.spread;
   if (e.reaches_level)
     t.detectable_pct = (e.ci_high_pct - e.ci_low_pct) / 2 *
                        stats::power_multiplier(confidence / 100, kDetectionPower / 100, e.df);
@@ -185,7 +215,8 @@ ChangeTest change_test(const ChangeEstimate& e, double confidence, std::string u
 // is one, since iterations of one run share its luck and are no independent
 // evidence; with one or two baseline runs and no pool, no test at all.
 std::optional<ChangeTest> test_change(const std::vector<double>& now, const BaselineSample& base,
-                                      const std::string& key, double value, double confidence) {
+                                      const std::string& key, double value, double confidence,
+                                      std::optional<double> limit_pct = std::nullopt) {
   auto pooled = base.pooled.values.find(key);
   if (now.empty() || pooled == base.pooled.values.end() || pooled->second.empty())
     return std::nullopt;
@@ -197,7 +228,7 @@ std::optional<ChangeTest> test_change(const std::vector<double>& now, const Base
     auto runs = base.run_figures.find(key);
     int k = runs == base.run_figures.end() ? 0 : static_cast<int>(runs->second.size());
     std::optional<ChangeTest> t;
-    if (auto run = run_level_change(base, key, value, level)) {
+    if (auto run = run_level_change(base, key, value, level, limit_pct)) {
       t = change_test(*run, confidence, "runs");
       t->n_now = static_cast<int>(now.size());
       t->n_base = static_cast<int>(pooled->second.size());
@@ -273,6 +304,12 @@ std::string why_inconclusive(const ChangeTest& t, const Limits& l) {
   std::string size = failable > 99999 ? ">99999" : fixed(failable, 1);
   std::string text = "it would fail only a change of " + size + "% (" + compact(kDetectionPower) +
                      "% power at " + level + ")";
+  if (t.unit == "runs" && t.spread == "prior")
+    return text + ": judged with the stated prior of run-to-run noise (this store has no noise "
+                  "pool of " + std::to_string(kPoolMinDays) +
+           " days yet); the next runs narrow it as they join the baseline, `perfgate "
+           "calibrate` on " + std::to_string(kPoolMinDays) +
+           " days replaces it, and paired mode decides now";
   if (t.unit == "runs")
     return text + ": the run-to-run noise is too large for this limit with " +
            std::to_string(t.baseline_runs) +
@@ -394,7 +431,8 @@ MetricCheck measure_metric(const MetricDef& def, const RunFigures& now,
     c.change_pct = relative_change(c.value, baseline->pooled.summary, def.key);
     auto values = now.values.find(def.key);
     if (c.change_pct && values != now.values.end())
-      c.test = test_change(values->second, *baseline, c.metric, c.value, confidence);
+      c.test = test_change(values->second, *baseline, c.metric, c.value, confidence,
+                           c.thresholds.fail_pct ? c.thresholds.fail_pct : c.thresholds.warn_pct);
     // One estimate: the limits judge the change whose interval is reported.
     if (c.test) c.change_pct = c.test->estimate_pct;
   }
@@ -473,6 +511,21 @@ void apply_saturation(const Saturation& saturation, Judgement& j) {
       "the load machine was saturated: this run is inconclusive and never becomes a baseline");
 }
 
+// Says which metrics the stated prior judged: a figure of 2-core runners in
+// general, not of this store's runs, so a reader knows what to do about it.
+void note_prior(Judgement& j) {
+  std::string metrics;
+  for (const auto& c : j.checks)
+    if (c.gated && c.test && c.test->spread == "prior")
+      metrics += (metrics.empty() ? "" : ", ") + c.metric;
+  if (metrics.empty()) return;
+  j.notes.push_back(
+      "the stated prior of run-to-run noise judged " + metrics + ": this store has no noise pool of " +
+      std::to_string(kPoolMinDays) +
+      " days yet; the baseline's own runs refine it, and `perfgate calibrate` on " +
+      std::to_string(kPoolMinDays) + " days replaces it (docs/statistics.md, \"The stated prior\")");
+}
+
 }  // namespace
 
 std::string_view to_string(Verdict v) {
@@ -537,6 +590,24 @@ double family_confidence(double confidence_pct, int family) {
   return 100 - (100 - confidence_pct) / std::max(family, 1);
 }
 
+bool shows_regression(const MetricCheck& c) {
+  if (c.verdict == Verdict::kFail) return true;
+  if (c.verdict != Verdict::kWarn) return false;
+  const MetricDef* def = find_metric(c.metric);
+  auto limits = limits_of(c.thresholds);
+  bool relative = def && limits && c.test && c.change_pct;
+  if (!relative) return !c.inconclusive;  // a drift, an error rate or a count past its limit
+  if (!c.test->reaches_level) return false;
+  bool higher = def->better == Better::kHigher;
+  double least = higher ? -c.test->ci_high_pct : c.test->ci_low_pct;
+  return least > c.thresholds.warn_pct.value_or(limits->pass);
+}
+
+bool shows_regression(const std::vector<MetricCheck>& checks) {
+  return std::any_of(checks.begin(), checks.end(),
+                     [](const MetricCheck& c) { return shows_regression(c); });
+}
+
 Judgement judge(const RunFigures& now, const BaselineSample* baseline, const ThresholdSet& limits,
                 const Saturation& saturation, const DecisionSettings& settings,
                 const BaselineSample* drift_reference) {
@@ -557,6 +628,7 @@ Judgement judge(const RunFigures& now, const BaselineSample* baseline, const Thr
         check_drift(def, now, *drift_reference, j.confidence_pct, j.checks.back());
     }
   }
+  note_prior(j);
   if (j.family > 1)
     j.notes.push_back(std::to_string(j.family) + " tested metrics share one " +
                       level_text(settings.confidence) + "% false-fail budget: each judged at " +

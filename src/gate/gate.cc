@@ -120,6 +120,7 @@ GateResult judge_and_store(const RunOptions& options, std::optional<BaselineStor
                            RunRecord rec, const RunFigures& now) {
   GateResult r = judged(profile, rec, now, selection);
   rec.verdict = r.verdict;  // as measured: a run that merely lacked a baseline may become one
+  rec.regressed = shows_regression(r.checks);  // an undecided warn is no regression
   if (!inconclusive_placement(selection, r)) warn_without_baseline(options, rec.ci, r);
   if (auto note = unstarted_service_note(profile, rec.ci); !note.empty()) r.notes.push_back(note);
   if (!options.record) {

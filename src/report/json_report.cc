@@ -55,6 +55,7 @@ json test_json(const std::optional<ChangeTest>& t) {
           {"confidence_pct", number(t->confidence_pct)},
           {"reaches_level", t->reaches_level},
           {"unit", t->unit},
+          {"spread", t->spread.empty() ? json(nullptr) : json(t->spread)},
           {"detectable_change_pct", number(t->detectable_pct)}};
 }
 

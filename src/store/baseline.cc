@@ -147,6 +147,39 @@ std::vector<RunRecord> failed_replicates(const std::vector<RunRecord>& history,
   return out;
 }
 
+// The runs of the window's period on the baseline branch that are no baseline
+// (they surely regressed, by their judgement: RunRecord::regressed), not in the
+// window: they count toward its spread, not its level (issue 46). Leaving them
+// out would keep only the runs that landed near the window, too narrow a spread.
+std::vector<RunRecord> period_others(const std::vector<RunRecord>& history,
+                                     const std::vector<RunRecord>& window,
+                                     const BaselineQuery& query) {
+  std::set<int64_t> ids;
+  int64_t oldest = window.front().id;
+  for (const auto& run : window) {
+    ids.insert(run.id);
+    oldest = std::min(oldest, run.id);
+  }
+  std::vector<RunRecord> out;
+  for (const auto& run : history)
+    if (run.kind == "gate" && run.id > oldest && !ids.contains(run.id) &&
+        run.ci.branch == query.branch && !run.eligible_as_baseline())
+      out.push_back(run);
+  return out;
+}
+
+// Per metric, the figures of `runs`.
+std::map<std::string, std::vector<double>, std::less<>> figures_of(
+    const std::vector<RunRecord>& runs) {
+  std::map<std::string, std::vector<double>, std::less<>> out;
+  for (const auto& run : runs) {
+    auto figures = stored_run_figures(run);
+    for (const auto& [key, value] : figures.summary)
+      if (!figures.values.at(key).empty()) out[key].push_back(value);
+  }
+  return out;
+}
+
 // How long choosing took, at debug level: bench/store_scale.sh reads it, since a
 // run's choice is made among everything else it does before the load.
 class SelectionTimer {
@@ -230,6 +263,7 @@ std::optional<double> stored_shared_cpu_pct(const RunRecord& run) {
 
 Baseline pool_runs(const std::vector<RunRecord>& runs) {
   Baseline b;
+  std::map<std::string, std::set<std::string>, std::less<>> days;  // metric -> its runs' days
   for (const auto& run : runs) {
     b.run_ids.push_back(run.id);
     b.commits.push_back(run.ci.commit);
@@ -239,8 +273,10 @@ Baseline pool_runs(const std::vector<RunRecord>& runs) {
       auto& pooled = b.sample.pooled.values[key];
       pooled.insert(pooled.end(), values.begin(), values.end());
       b.sample.run_figures[key].push_back(figures.summary.at(key));
+      days[key].insert(day_of(run));
     }
   }
+  for (const auto& [key, set] : days) b.sample.run_days[key] = static_cast<int>(set.size());
   // A maximum over five runs would be higher than any one run's: the typical
   // run's maximum is the fair figure to hold one run against. So is the typical
   // run's quantile (each of its merged histogram), as this run's is one run's.
@@ -518,7 +554,16 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   recent.insert(recent.end(), replicates.begin(), replicates.end());
   std::sort(recent.begin(), recent.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
   s.baseline = pool_runs(recent);
-  if (static_cast<int>(recent.size()) < kPooledNoiseBelowRuns)
+  auto others = loaded(store, period_others(history, recent, query));
+  if (by_placement)
+    std::erase_if(others, [&](const RunRecord& run) {
+      auto pct = stored_shared_cpu_pct(run);
+      return pct && placement_class(*pct) != policy.placement_class;
+    });
+  s.baseline->sample.spread_figures = figures_of(others);
+  std::set<std::string> days;
+  for (const auto& run : recent) days.insert(day_of(run));
+  if (std::min(recent.size(), days.size()) < static_cast<size_t>(kPooledNoiseBelowRuns))
     s.baseline->sample.run_noise = pool_beside(store, history, *s.baseline);
   // The drift reference must not overlap the baseline: with a short history it is
   // the oldest window that does not, and none until there are two windows' worth.

@@ -90,7 +90,7 @@ constexpr std::string_view kRunColumns =
     "commit_sha, branch, baseline_branch, pipeline_id, ci_provider, host_json, "
     "coalesce(host_ref, 0), engine, threads, connections, verdict, saturated, "
     "saturation_json, status, kind, review, review_reason, review_by, review_at, pair, "
-    "cost_json";
+    "cost_json, regressed";
 
 constexpr std::string_view kIterationColumns =
     "idx, discarded, duration_ns, responses, bytes_read, err_connect, err_read, err_write, "
@@ -192,15 +192,15 @@ int64_t insert_run(Db db, const RunRecord& run) {
                  "profile_ref, commit_sha, branch, baseline_branch, pipeline_id, ci_provider, "
                  "host_key, host_json, host_ref, engine, threads, connections, verdict, "
                  "saturated, saturation_json, status, eligible, kind, review, review_reason, "
-                 "review_by, review_at, pair, cost_json) "
-                 "VALUES (?,?,?,'',?,?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "review_by, review_at, pair, cost_json, regressed) "
+                 "VALUES (?,?,?,'',?,?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   stmt.bind_all(run.created_at.empty() ? utc_now() : run.created_at, run.profile_name,
                 run.profile_hash, profile_ref, run.ci.commit, run.ci.branch, run.ci.baseline_branch,
                 run.ci.pipeline_id, run.ci.provider, run.host.key(), host_ref, run.engine,
                 run.threads, run.connections, to_string(run.verdict), run.saturation.saturated,
                 saturation_json(run.saturation), run.status, run.eligible_as_baseline(), run.kind,
                 run.review.state, run.review.reason, run.review.by, run.review.at, run.pair,
-                cost_to_json(run.cost));
+                cost_to_json(run.cost), run.regressed);
   stmt.run();
   return sqlite3_last_insert_rowid(db.handle);
 }
@@ -287,6 +287,7 @@ RunRecord read_run(Statement& row, TextCache& texts) {
   run.review = {col.text(), col.text(), col.text(), col.text()};
   run.pair = col.text();
   run.cost = cost_from_json(col.text());
+  run.regressed = col.int64() != 0;
   run.profile_json = texts.text(profile_json, profile_ref, run.id);
   run.host.fields = texts.host(host_json, host_ref, run.id);
   read_saturation(db, saturation_json, run);

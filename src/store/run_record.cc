@@ -287,6 +287,10 @@ RunRecord run_from(const json& j) {
   run.threads = int_at(j, "threads", "");
   run.connections = int_at(j, "connections", "");
   run.verdict = verdict_from(text_at(j, "verdict", ""));
+  // Exports before issue 46 do not say: their warns and fails count as
+  // regressions, as the store's migration counts them.
+  run.regressed = j.contains("regressed") ? bool_at(j, "regressed", "")
+                                          : run.verdict != Verdict::kPass;
   const auto& saturation = field(j, "saturation", "");
   run.saturation.saturated = bool_at(saturation, "saturated", "saturation");
   run.saturation.reasons = texts_at(saturation, "reasons", "saturation", kReasonText);
@@ -325,8 +329,8 @@ RunRecord run_from(const json& j) {
 
 bool RunRecord::eligible_as_baseline() const {
   bool usable = status == "complete" && kind == "gate" && !saturation.saturated;
-  return usable && review.state != "rejected" &&
-         (verdict == Verdict::kPass || review.state == "accepted");
+  bool no_regression = verdict == Verdict::kPass || (verdict == Verdict::kWarn && !regressed);
+  return usable && review.state != "rejected" && (no_regression || review.state == "accepted");
 }
 
 std::string to_json_line(const RunRecord& run, bool with_id) {
@@ -343,6 +347,7 @@ std::string to_json_line(const RunRecord& run, bool with_id) {
             {"threads", run.threads},
             {"connections", run.connections},
             {"verdict", to_string(run.verdict)},
+            {"regressed", run.regressed},
             {"saturation",
              {{"saturated", run.saturation.saturated},
               {"reasons", run.saturation.reasons},

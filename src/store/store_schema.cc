@@ -152,14 +152,26 @@ void migrate_v6_to_v7(Db db) {
   exec(db, "UPDATE runs SET eligible = 0 WHERE verdict = 'warn' AND review != 'accepted'");
 }
 
+// v8: whether a run's judgement surely saw a regression (RunRecord::regressed):
+// a warned run that was only undecided, or warned inside the noise, is a
+// baseline again (issue 46: otherwise a young store's window never grew past its
+// first run). What older runs' judgements saw is not stored, so their warns and
+// fails count as regressions, and their eligible flags stay as they were.
+void migrate_v7_to_v8(Db db) {
+  exec(db, R"sql(
+    ALTER TABLE runs ADD COLUMN regressed INT NOT NULL DEFAULT 0;
+    UPDATE runs SET regressed = 1 WHERE verdict IN ('warn', 'fail');
+  )sql");
+}
+
 using Migration = void (*)(Db);
 
 // migrations()[n] takes a store from schema n to n + 1. A new schema appends a
 // step here and bumps BaselineStore::kSchemaVersion; old steps never change.
 std::span<const Migration> migrations() {
-  static constexpr std::array<Migration, 7> kSteps = {
+  static constexpr std::array<Migration, 8> kSteps = {
       create_schema_v1, migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4,
-      migrate_v4_to_v5, migrate_v5_to_v6, migrate_v6_to_v7};
+      migrate_v4_to_v5, migrate_v5_to_v6, migrate_v6_to_v7, migrate_v7_to_v8};
   static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
   return kSteps;
 }

@@ -45,9 +45,10 @@ class YoungStoreCliTest : public ::testing::Test {
 };
 
 // Issue 39, findings 5 and 6: one calibration job is one day's luck, and the
-// windows of one launch are no independent samples. The pull request's run
-// against one run of main is inconclusive, and says how to make it decide.
-TEST_F(YoungStoreCliTest, ACalibrationOfOneDayLeavesAYoungBaselineUndecided) {
+// windows of one launch are no independent samples. Issue 46: the pull
+// request's run against one run of main is judged with the stated prior, which
+// the calibration of one day does not replace, and says so.
+TEST_F(YoungStoreCliTest, ACalibrationOfOneDayLeavesTheJudgingToThePrior) {
   auto calibration = perfgate("calibrate", {"--runs", "2", "--commit", "aaa", "--branch", "main"});
   ASSERT_EQ(calibration.exit_code, 0) << calibration.out << calibration.err;
   auto seed = perfgate("run", {"--commit", "bbb", "--branch", "main"});
@@ -55,13 +56,51 @@ TEST_F(YoungStoreCliTest, ACalibrationOfOneDayLeavesAYoungBaselineUndecided) {
   auto json = dir_ / "result.json";
   auto r = perfgate("run", {"--commit", "ccc", "--branch", "feature", "--baseline-branch", "main",
                             "--json", json.string()});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.out.find("inconclusive"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("`perfgate calibrate` on 3 days"), std::string::npos) << r.out;
-  auto metric = nlohmann::json::parse(testing::read_file(json))["metrics"]["throughput_rps"];
-  EXPECT_TRUE(metric["inconclusive"].get<bool>());
-  EXPECT_EQ(metric["test"]["method"],
-            "no run-level test: 1 baseline run and a noise pool of runs of 1 day (3 needed)");
+  ASSERT_NE(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("the stated prior of run-to-run noise judged throughput_rps"),
+            std::string::npos)
+      << r.out;
+  auto result = nlohmann::json::parse(testing::read_file(json));
+  auto test = result["metrics"]["throughput_rps"]["test"];
+  EXPECT_EQ(test["spread"], "prior") << test.dump();
+  EXPECT_TRUE(test["reaches_level"].get<bool>()) << test.dump();
+  EXPECT_EQ(test["method"].get<std::string>().find(
+                "run-level t (1 runs, the stated prior of 2-core runners, "),
+            0u)
+      << test.dump();
+  // An unchanged service within limits of 30 % / 50 %: the prior lets it pass.
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+// Issue 46's new user: a baseline run and six unchanged runs of one day, then
+// the same service with twice the work per request. Before, every run after the
+// first was inconclusive and no baseline, and the slowed service only warned.
+TEST_F(YoungStoreCliTest, ANewStoreFailsTwiceTheWorkOnItsFirstDay) {
+  testing::write_file(profile_, std::string(kProfile).replace(
+                                    std::string(kProfile).find(R"("warn": "30%", "fail": "50%")"),
+                                    28, R"("warn": "10%", "fail": "25%")"));
+  for (int i = 0; i < 7; ++i) {
+    auto run = perfgate("run", {"--commit", "c" + std::to_string(i), "--branch", "main"});
+    // Unchanged: never a fail, and no regression kept out of the baseline.
+    ASSERT_TRUE(run.exit_code == 0 || run.exit_code == 2) << run.out << run.err;
+  }
+  auto json = dir_ / "result.json";
+  DemoServerProcess slower{{"--delay", "10ms", "--delay-every", "1"}};
+  auto r = testing::run_command(
+      {testing::perfgate_binary(), "run", profile_.string(), "--store", store_.string(),
+       "--commit", "slow", "--branch", "feature", "--baseline-branch", "main", "--json",
+       json.string()},
+      {{"TARGET_PORT", std::to_string(slower.port())}});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto result = nlohmann::json::parse(testing::read_file(json));
+  // The window grew with main's runs: five of them, all of today.
+  EXPECT_EQ(result["baseline"]["run_ids"].size(), 5u) << result["baseline"].dump();
+  auto metric = result["metrics"]["throughput_rps"];
+  EXPECT_EQ(metric["verdict"], "fail") << metric.dump();
+  EXPECT_EQ(metric["test"]["spread"], "prior") << metric.dump();
+  EXPECT_NE(metric["test"]["method"].get<std::string>().find("5 runs of 1 day,"),
+            std::string::npos)
+      << metric.dump();
 }
 
 // Calibrations of three commits moved to three days (as three days' pipelines

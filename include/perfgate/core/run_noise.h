@@ -6,8 +6,10 @@
 // runs of one job (a calibration) share that day's luck. See
 // docs/statistics.md, "A young store".
 
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "perfgate/core/statistics.h"
@@ -27,7 +29,20 @@ struct RunNoise {
   double within_sd = 0;  // spread of runs within a group (one job's launches)
   int within_df = 0;     // sum over the groups of (runs - 1)
   double day_sd = 0;     // spread of groups beyond their runs' (0 when it is not seen)
+  /// A stated figure (run_noise_prior()), not this store's runs: runs, groups and
+  /// days are 0, and log_sd with df is all it says.
+  bool prior = false;
 };
+
+/// The stated prior for how far one whole run of `metric` scatters about the
+/// level of runs on other days, on 2-core shared CI runners: a conservative SD
+/// of log figures with the degrees of freedom it is worth (docs/statistics.md,
+/// "A young store", says where each figure comes from). A store without a pool
+/// of kPoolMinDays days judges with it, refined by the window's own runs,
+/// until the pool or the window can speak for themselves; so a new store
+/// decides from its second run. nullopt for a metric without one (the
+/// absolute-only and counted metrics).
+std::optional<RunNoise> run_noise_prior(std::string_view metric);
 
 /// Days of groups a pool needs before it judges a run: with fewer, the
 /// day-to-day part of the noise is barely estimated (1 df or none).
@@ -54,5 +69,20 @@ RunNoise pooled_run_noise(std::span<const std::vector<double>> groups,
 /// positive figures and noise.df >= 1; throws std::invalid_argument otherwise.
 ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
                                    double confidence, const RunNoise& noise);
+
+/// The same with a choice of spreads, in order of preference (the pool, then the
+/// prior): the first one that the window's own runs do not scatter significantly
+/// past (F test) is combined with the window's own spread by degrees of freedom;
+/// when every one is narrower than the window shows, or none is given, the
+/// window's own spread decides. The level is the baseline runs' mean; the
+/// window's own spread is that of the baseline runs and `spread_runs` together:
+/// runs of the window's period that are no baseline (they surely regressed) yet
+/// lie within the fail limit, so that leaving them out of the level does not
+/// narrow the spread (issue 46). `days`: the distinct days of the baseline runs
+/// (0: one each); runs sharing a day share its luck, so their mean varies by up to
+/// V / days, not V / k, and the interval is sqrt(1 + 1 / days) wide (conservative).
+ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,
+                                   double confidence, std::span<const RunNoise> noises, int days,
+                                   std::span<const double> spread_runs = {});
 
 }  // namespace perfgate

@@ -111,6 +111,10 @@ struct ChangeEstimate {
   /// be significant at that level.
   bool reaches_level = true;
   double df = 0;  // the t test's degrees of freedom; 0 for the rank tests (normal)
+  /// Run-level tests: where the spread of whole runs came from: "window" (the
+  /// baseline runs' own), "pool" (earlier runs of this store) or "prior" (the
+  /// stated prior, run_noise.h). "" for the other tests.
+  std::string spread = "";
 };
 
 /// Change of `now` against an independent `baseline` sample (pooled baseline runs):

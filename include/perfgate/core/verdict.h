@@ -41,6 +41,16 @@ struct BaselineSample {
   /// window has fewer than kPooledNoiseBelowRuns runs and the pool rests on more
   /// degrees of freedom than the window's k - 1.
   std::map<std::string, RunNoise, std::less<>> run_noise;
+  /// Metric -> the distinct UTC days its run_figures came from; absent: each run
+  /// its own day. Runs of one day share its luck, so their mean varies more than
+  /// as many runs of as many days would (a young store's main, run several times a
+  /// day; issue 46).
+  std::map<std::string, int, std::less<>> run_days;
+  /// Metric -> figures of the window's period's runs that are no baseline (they
+  /// surely regressed, on this metric or another): those within the metric's
+  /// fail limit of the level count toward the window's spread, not its level, so
+  /// that a window of the runs that landed near it is not too narrow (issue 46).
+  std::map<std::string, std::vector<double>, std::less<>> spread_figures;
   /// Paired mode: pooled's iterations ran side by side with the judged run's, the
   /// i-th beside the i-th, so the test is on their ratios (signed-rank).
   bool paired = false;
@@ -48,7 +58,8 @@ struct BaselineSample {
   std::string paired_unit = "pairs";
 };
 
-/// A window of fewer runs than this takes the run-to-run noise from the pool.
+/// A window of fewer runs than this, or of fewer days, takes the run-to-run
+/// noise from the pool (or the stated prior, run_noise_prior()), refined by its own.
 inline constexpr int kPooledNoiseBelowRuns = 5;
 
 /// Is a change more than noise? The test behind a relative check (statistics.h).
@@ -76,6 +87,9 @@ struct ChangeTest {
   /// pairs, one launch each), "iterations", or "runs" when whole runs are the
   /// unit (the run-level t test).
   std::string unit = "iterations";
+  /// Run-level tests: where the spread of whole runs came from, "window", "pool"
+  /// or "prior" (ChangeEstimate::spread); "" for the other tests.
+  std::string spread;
 };
 
 /// The power at which the detectable change is stated (%).
@@ -108,6 +122,17 @@ struct Judgement {
   double confidence_pct = 95;
   int family = 0;  // statistically tested metrics sharing the budget
 };
+
+/// Whether `check` surely saw its metric get worse than tolerated: a fail; a
+/// relative check whose interval lies wholly past the warn limit (warned or
+/// undecided: surely past the tolerance, its size against the fail limit
+/// open); or another warn that is not undecided (a drift, an error rate or a
+/// count past its limit). Such a run is no baseline until accepted; any other
+/// run is, a change inside the warn band too (issue 46: leaving out every run
+/// that landed far from the window biased its level and spread).
+bool shows_regression(const MetricCheck& check);
+/// Any of `checks` shows a regression.
+bool shows_regression(const std::vector<MetricCheck>& checks);
 
 /// How sure a relative fail must be.
 struct DecisionSettings {

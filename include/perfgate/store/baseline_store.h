@@ -81,7 +81,7 @@ class BaselineStore {
                 const std::function<void(RunRecord&&)>& visit);
   int64_t run_count();
 
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
   int schema_version();
   const std::filesystem::path& path() const { return path_; }
   /// The open connection, for store maintenance (store_maintenance.cc), which
