@@ -193,12 +193,29 @@ TEST(ConsoleReportTest, Row15_InvalidResponsesAreNamedWithTheirReason) {
       << text;
 }
 
-// Row 12: the count says what it counts, 1xx included, not "4xx/5xx".
+// Row 12: the count says what it counts, 1xx included, not "4xx/5xx", and
+// names the classes it holds (issue 46).
 TEST(ConsoleReportTest, Row12_TheStatusCountSaysWhatItCounts) {
   GateResult r = testing::pass_result();
   r.totals.statuses.count(101);
   std::string text = console_report(r);
-  EXPECT_NE(text.find(", 1 with a status not counted as success,"), std::string::npos) << text;
+  EXPECT_NE(text.find(", 1 with a status not counted as success (1xx x 1),"), std::string::npos)
+      << text;
+}
+
+// A wrong path: every request answered 404 (issue 46). The console names the
+// failed statuses by class, and the socket errors by kind.
+TEST(ConsoleReportTest, FailedStatusesAreNamedByClass) {
+  GateResult r = testing::pass_result();
+  for (int i = 0; i < 3; ++i) r.totals.statuses.count(404);
+  r.totals.statuses.count(503);
+  r.totals.statuses.count(200);
+  r.totals.errors.timeout = 2;
+  std::string text = console_report(r);
+  EXPECT_NE(text.find(", 2 socket errors (connect 0, read 0, write 0, timeout 2, other 0), 4 with "
+                      "a status not counted as success (4xx x 3, 5xx x 1),"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

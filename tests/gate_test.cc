@@ -154,10 +154,11 @@ TEST_F(GateTest, ErrorRateAboveItsLimitFails) {
 }
 
 // The same 80 failed requests of 4090 (1.96 %, over the 1 % max) fail the run
-// when every window has its share, and warn when one window holds them all: a
-// burst is one event, not 80 (docs/statistics.md, "The error rate's bound").
+// when every window has its share, and pass, over the max within the noise,
+// when one window holds them all: a burst is one event, not 80
+// (docs/statistics.md, "The error rate's bound"; it warned before issue 46).
 // The figure is the failed share either way, not the median window's 0.
-TEST_F(GateTest, ErrorsInOneBurstWarnWhereSteadyErrorsFail) {
+TEST_F(GateTest, ErrorsInOneBurstPassWhereSteadyErrorsFail) {
   auto steady = testing::steady(5, 1000, 10ms);
   for (auto& w : steady) w.errors = 20;
   options_.record = false;
@@ -165,13 +166,13 @@ TEST_F(GateTest, ErrorsInOneBurstWarnWhereSteadyErrorsFail) {
   auto burst = testing::steady(5, 1000, 10ms);
   burst[2].errors = 80;
   options_.json_path = dir_ / "result.json";
-  EXPECT_EQ(gate(burst), ExitStatus::kWarn) << console_;
+  EXPECT_EQ(gate(burst), ExitStatus::kPass) << console_;
   auto json = result_json();
   const auto& error_rate = json["metrics"]["error_rate_pct"];
   EXPECT_NEAR(error_rate["value"].get<double>(), 100.0 * 80 / 4090, 1e-3);
   EXPECT_NE(error_rate["message"].get<std::string>().find(
                 "but within the noise of 4090 requests: the errors came in bursts (dispersion "
-                "x75.6 over 4 windows; lower bound 0.051% at 97.5%)"),
+                "x75.6 over 4 windows; lower bound 0.087% at 95%); failed: connect x 80"),
             std::string::npos)
       << error_rate["message"];
 }
@@ -219,7 +220,7 @@ TEST_F(GateTest, AMinorityOfDisturbedWindowsIsDroppedNotJudged) {
 
   // Half of the windows or more disturbed: saturated, as before, none dropped.
   burst[3] = burst[2];
-  EXPECT_EQ(gate(burst), ExitStatus::kWarn) << console_;
+  EXPECT_EQ(gate(burst), ExitStatus::kPass) << console_;
   json = result_json();
   EXPECT_TRUE(json["saturation"]["saturated"].get<bool>());
   EXPECT_EQ(json["notes"].dump().find("dropped as disturbed"), std::string::npos);

@@ -488,18 +488,28 @@ TEST(VerdictTest, TestedMetricsShareOneFalseFailBudget) {
 
 // Issue 26, finding 5: an absolute error-rate max is judged on the binomial
 // bound of the counted failures, so that a rate just over the max in one run
-// of thousands of requests warns rather than fails.
+// of thousands of requests does not fail. Issue 46: nor does it warn unless
+// its bound at 95 % is past the max (plausibly past it).
 TEST(VerdictTest, AnErrorRateMaxFailsOnlyWhenSurelyPast) {
   ThresholdSet t;
   t["error_rate_pct"].max = 0.1;
   RunFigures near = figures(1000, 10, 0.111);
   near.attempts = 36000;
-  near.failures = 40;  // 0.111 %: Wilson's lower bound at 97.5 % is below 0.1 %
+  near.failures = 40;  // 0.111 %: Wilson's lower bound at 95 % is below 0.1 %
   auto j = judge(near, nullptr, t, {});
-  EXPECT_EQ(check(j, "error_rate_pct").verdict, Verdict::kWarn)
+  EXPECT_EQ(check(j, "error_rate_pct").verdict, Verdict::kPass)
       << check(j, "error_rate_pct").message;
   EXPECT_NE(check(j, "error_rate_pct").message.find("within the noise of 36000 requests"),
             std::string::npos);
+  RunFigures plausible = figures(1000, 10, 0.131);
+  plausible.attempts = 36000;
+  plausible.failures = 47;  // 0.131 %: the bound is 0.103 % at 95 %, 0.098 % at 97.5 %
+  auto warned = judge(plausible, nullptr, t, {});
+  EXPECT_EQ(check(warned, "error_rate_pct").verdict, Verdict::kWarn)
+      << check(warned, "error_rate_pct").message;
+  EXPECT_NE(check(warned, "error_rate_pct").message.find("plausibly but not surely past it"),
+            std::string::npos)
+      << check(warned, "error_rate_pct").message;
   RunFigures far = figures(1000, 10, 0.3);
   far.attempts = 36000;
   far.failures = 108;  // 0.3 %: the bound is well past the max

@@ -114,7 +114,12 @@ void register_demo_server_command(CommandSet& commands) {
                    "more (a service still warming up)");
   demo->add_option("--cold-delay", args->cold_delay, "The extra wait while cold")
       ->capture_default_str();
-  demo->add_option("--error-every", args->options.error_every, "Every N-th response is a 500");
+  demo->add_option("--error-every", args->options.error_every,
+                   "Every N-th response is an error (--error-status)");
+  demo->add_option("--error-status", args->options.error_status,
+                   "The status of those responses, e.g. 404 for a wrong path")
+      ->check(CLI::Range(400, 599))
+      ->capture_default_str();
   demo->add_option("--work", args->work, "CPU burned per response, e.g. 50us");
   demo->add_option("--work-rounds", args->options.work_rounds,
                    "Fixed work per response: N rounds of an integer loop (the same instructions "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "perfgate/core/statistics.h"
 
@@ -39,19 +40,33 @@ double wilson_cc_lower_bound(double events, double trials, double z) {
   return std::clamp((2 * n * p + z2 - 1 - z * root) / (2 * (n + z2)), 0.0, p);
 }
 
-ErrorRateBound error_rate_bound(const RunFigures& run, double confidence) {
+namespace {
+
+// The windows' counts with only `which` failures counted as failures.
+std::vector<WindowCounts> counted(std::span<const WindowCounts> windows, Failures which) {
+  std::vector<WindowCounts> out(windows.begin(), windows.end());
+  if (which == Failures::kAnsweredStatus)
+    for (auto& w : out) w.failures = w.status_failures;
+  return out;
+}
+
+}  // namespace
+
+ErrorRateBound error_rate_bound(const RunFigures& run, double confidence, Failures which) {
   if (run.attempts == 0) throw std::invalid_argument("error_rate_bound: no attempts");
   ErrorRateBound b;
   double attempts = static_cast<double>(run.attempts);
-  double failures = static_cast<double>(run.failures);
+  double failures =
+      static_cast<double>(which == Failures::kAll ? run.failures : run.statuses.failed());
   b.rate_pct = 100 * failures / attempts;
-  b.windows = static_cast<int>(std::count_if(run.error_windows.begin(), run.error_windows.end(),
+  auto windows = counted(run.error_windows, which);
+  b.windows = static_cast<int>(std::count_if(windows.begin(), windows.end(),
                                              [](const WindowCounts& w) { return w.attempts > 0; }));
   if (b.windows < 2) {
     b.lower_pct = 100 * stats::wilson_lower_bound(failures, attempts, confidence);
     return b;
   }
-  b.dispersion = error_dispersion(run.error_windows);
+  b.dispersion = error_dispersion(windows);
   double z = stats::student_t_quantile(confidence, b.windows - 1);
   b.lower_pct = 100 * wilson_cc_lower_bound(failures / b.dispersion, attempts / b.dispersion, z);
   return b;

@@ -28,6 +28,19 @@ std::string ErrorCounts::invalid_text() const {
          " (" + why + ")";
 }
 
+std::string ErrorCounts::kinds_text() const {
+  std::string text;
+  auto add = [&](const char* kind, uint64_t n) {
+    if (n > 0) text += (text.empty() ? "" : ", ") + std::string(kind) + " x " + std::to_string(n);
+  };
+  add("connect", connect);
+  add("read", read);
+  add("write", write);
+  add("timeout", timeout);
+  add("other", other);
+  return text;
+}
+
 namespace {
 
 size_t class_of(int status_code) {
@@ -55,11 +68,28 @@ uint64_t StatusCounts::non_2xx_3xx() const {
   return by_class[0] + by_class[1] + by_class[4] + by_class[5];
 }
 
+std::array<uint64_t, 6> StatusCounts::failed_by_class() const {
+  std::array<uint64_t, 6> failed{};
+  for (size_t cls = 0; cls < by_class.size(); ++cls)
+    failed[cls] = success_class(cls) ? overridden[cls] : by_class[cls] - overridden[cls];
+  return failed;
+}
+
 uint64_t StatusCounts::failed() const {
   uint64_t failures = 0;
-  for (size_t cls = 0; cls < by_class.size(); ++cls)
-    failures += success_class(cls) ? overridden[cls] : by_class[cls] - overridden[cls];
+  for (uint64_t n : failed_by_class()) failures += n;
   return failures;
+}
+
+std::string StatusCounts::failed_text() const {
+  auto failed = failed_by_class();
+  std::string text;
+  for (size_t cls : {4, 5, 1, 2, 3, 0}) {  // the usual suspects first
+    if (failed[cls] == 0) continue;
+    std::string name = cls == 0 ? "other" : std::to_string(cls) + "xx";
+    text += (text.empty() ? "" : ", ") + name + " x " + std::to_string(failed[cls]);
+  }
+  return text;
 }
 
 std::array<uint64_t, 6> StatusCounts::stored_classes() const {

@@ -119,7 +119,8 @@ std::vector<WindowCounts> kept_error_counts(const std::vector<Iteration>& iterat
   std::vector<WindowCounts> out;
   for (const auto& it : iterations)
     if (!it.discarded)
-      out.push_back({it.stats.attempts(), it.stats.errors.total() + it.stats.statuses.failed()});
+      out.push_back({it.stats.attempts(), it.stats.errors.total() + it.stats.statuses.failed(),
+                     it.stats.statuses.failed()});
   return out;
 }
 
@@ -200,8 +201,12 @@ RunFigures run_figures(const std::vector<Iteration>& iterations,
     figures.attempts += w.attempts;
     figures.failures += w.failures;
   }
-  for (const auto& it : iterations)
-    if (!it.discarded) figures.unit_responses.push_back(it.stats.responses);
+  for (const auto& it : iterations) {
+    if (it.discarded) continue;
+    figures.unit_responses.push_back(it.stats.responses);
+    figures.socket_errors.merge(it.stats.errors);
+    figures.statuses.merge(it.stats.statuses);
+  }
   return figures;
 }
 

@@ -261,7 +261,7 @@ Response counted_response(const ServerState& s) {
   if (wait > Nanos::zero()) sleep_unless_stopped(wait, s);
   if (o.work > Nanos::zero()) burn_cpu(o.work);
   if (o.work_rounds > 0) spin_rounds(o.work_rounds);
-  if (o.error_every > 0 && n % o.error_every == 0) return {500, "error\n", {}};
+  if (o.error_every > 0 && n % o.error_every == 0) return {o.error_status, "error\n", {}};
   return {200, s.body, {}};
 }
 
@@ -280,10 +280,22 @@ std::string_view body_of(const Request& request, const Response& r) {
   return r.owned_body.empty() ? r.body : r.owned_body;
 }
 
+std::string_view reason_phrase(int status) {
+  switch (status) {
+    case 200:
+      return " OK";
+    case 404:
+      return " Not Found";
+    case 500:
+      return " Internal Server Error";
+    default:
+      return " Error";  // clients read the code, not the phrase
+  }
+}
+
 std::string head_of(const Request& request, const Response& r) {
   size_t length = (r.owned_body.empty() ? r.body : r.owned_body).size();
-  return "HTTP/1.1 " + std::to_string(r.status) +
-         (r.status == 200 ? " OK" : " Internal Server Error") +
+  return "HTTP/1.1 " + std::to_string(r.status) + std::string(reason_phrase(r.status)) +
          "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(length) + "\r\n" +
          (request.close ? "Connection: close\r\n\r\n" : "\r\n");
 }

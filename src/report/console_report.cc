@@ -94,10 +94,16 @@ std::string socket_errors(const ErrorCounts& e) {
          (e.invalid > 0 ? "; " + e.invalid_text() : "");
 }
 
+// Which statuses failed, by class, when any did: a wrong path reads "4xx x 12000".
+std::string failed_statuses(const StatusCounts& s) {
+  std::string text = std::to_string(s.failed()) + " with a status not counted as success";
+  return s.failed() == 0 ? text : text + " (" + s.failed_text() + ")";
+}
+
 std::string traffic_line(const IterationStats& t) {
   return "  " + report::plural(static_cast<int64_t>(t.responses), "response") + ", " +
-         socket_errors(t.errors) + ", " + std::to_string(t.statuses.failed()) +
-         " with a status not counted as success, " + std::to_string(t.bytes_read) + " bytes read\n";
+         socket_errors(t.errors) + ", " + failed_statuses(t.statuses) + ", " +
+         std::to_string(t.bytes_read) + " bytes read\n";
 }
 
 // Whose CPU counted as the service's, and how perfgate knew.

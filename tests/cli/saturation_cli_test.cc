@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "perfgate/store/baseline_store.h"
@@ -247,6 +248,43 @@ TEST_F(SaturationCliTest, ABurstInAMinorityOfWindowsIsDroppedNotJudged) {
                               "(iteration"),
             std::string::npos)
       << compared.out;
+}
+
+// A wrong path on a saturated load machine (issue 46): every request answered
+// 404, and every window saturated by the memory rule alone (no host has all its
+// memory available, so no shared runner's steal decides which rule is named).
+// A busy load machine can time requests out, reset or refuse them; it cannot
+// make the service answer 404: the run fails, and the console names the 404s.
+TEST_F(SaturationCliTest, AWrongPathFailsEvenOnASaturatedMachine) {
+  auto text = profile_text(R"(,
+  "saturation": { "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
+                  "steal": "100%", "memory_available": "100%" })");
+  const std::string thresholds = "\"thresholds\": {";
+  text.replace(text.find(thresholds), thresholds.size(),
+               thresholds + "\n    \"error_rate\": { \"max\": \"0.1%\" },");
+  DemoServerProcess wrong_path({"--error-every", "1", "--error-status", "404"});
+  auto json_path = dir_ / "result.json";
+  auto r = run(wrong_path.port(), text, {"--json", json_path.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find(" with a status not counted as success (4xx x "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("saturated: memory available "), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("error_rate_pct .* 100\\.000 .* fail"))) << r.out;
+  auto result = nlohmann::json::parse(testing::read_file(json_path));
+  EXPECT_TRUE(result["saturation"]["saturated"].get<bool>()) << result["saturation"].dump();
+  const auto& error_rate = result["metrics"]["error_rate_pct"];
+  EXPECT_EQ(error_rate["verdict"], "fail") << error_rate.dump();
+  auto message = error_rate["message"].get<std::string>();
+  EXPECT_TRUE(
+      message.starts_with("fails although the load machine was saturated (memory available "))
+      << message;
+  EXPECT_NE(message.find("; failed: 4xx x "), std::string::npos) << message;
+
+  // Failed or not, a saturated run never becomes a baseline.
+  auto store = BaselineStore::open(store_, BaselineStore::Mode::kReadOnly);
+  auto run = store.run(result["run_id"].get<int64_t>());
+  ASSERT_TRUE(run);
+  EXPECT_FALSE(run->eligible_as_baseline());
 }
 
 }  // namespace

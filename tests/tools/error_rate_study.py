@@ -9,6 +9,11 @@ python3-scipy), seeded; under a minute. tests/error_rate_test.cc checks the
 chosen rule through the real judge().
 
     /usr/bin/python3 tests/tools/error_rate_study.py [K N]
+
+`warn [K N]` instead compares the levels a warn could take (issue 46): the
+share of runs whose chosen bound is past the max at each one-sided level, for
+bursts everywhere and for a healthy service whose errors come in a few bad
+windows (a share of the windows, drawn at random, holds them all).
 """
 import sys
 
@@ -61,7 +66,37 @@ def rules(a, f):
     }
 
 
+def chosen(a, f, level):
+    """The chosen bound (quasi, t, corrected) past the max at a one-sided level."""
+    k = a.shape[1]
+    A, F = a.sum(1), f.sum(1)
+    phi = dispersion(a, f)
+    return (F / A > MAX) & (wilson_cc(F / phi, A / phi, stats.t.ppf(level, k - 1)) > MAX)
+
+
+def warn_levels(k, n):
+    rng = np.random.default_rng(46)
+    levels = [0.975, 0.95, 0.90, 0.80]
+    print(f"K={k} N~{n}  rate  burst windows | over the max | "
+          + " | ".join(f"past at {lv * 100:g}%" for lv in levels))
+    models = [(0.0005, 1, 0.02), (0.0005, 8, 0.02), (0.0008, 1, 0.04), (0.0005, 8, 1),
+              (0.0008, 8, 1), (0.0008, 16, 1), (0.001, 1, 1), (0.001, 8, 1), (0.001, 16, 1),
+              (0.0015, 1, 1), (0.002, 8, 1), (0.003, 16, 1)]
+    for rate, burst, share in models:
+        a = rng.integers(int(n * 0.8), int(n * 1.2) + 1, size=(RUNS, k)).astype(float)
+        bad = rng.random((RUNS, k)) < share
+        f = np.where(bad, np.minimum(rng.poisson(a * rate / share / burst) * burst, a), 0)
+        over = (f.sum(1) / a.sum(1) > MAX).mean()
+        print(f"{'':13} {rate * 100:.2f}% {burst:5d} {share * 100:6.0f}% | {over * 100:12.1f} | "
+              + " | ".join(f"{chosen(a, f, lv).mean() * 100:{len(f'past at {lv * 100:g}%')}.1f}"
+                           for lv in levels))
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "warn":
+        args = sys.argv[2:]
+        warn_levels(*((int(args[0]), int(args[1])) if len(args) > 1 else (12, 3000)))
+        return
     k, n = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (12, 3000)
     rng = np.random.default_rng(39)
     header = None

@@ -33,6 +33,11 @@ struct ErrorRateBound {
   int windows = 0;        // windows with attempts: what the dispersion rests on
 };
 
+/// Which failures a bound counts: every failed request, or only the responses
+/// whose status is not a success: answers the service itself gave, which a
+/// saturated load machine cannot cause (it can cause timeouts and resets).
+enum class Failures { kAll, kAnsweredStatus };
+
 /// The bound of `run`'s failed share at one-sided `confidence` in (0, 1). With
 /// two or more windows: the effective counts failures / phi among attempts /
 /// phi (phi = error_dispersion) at Student's t quantile with k - 1 degrees of
@@ -40,6 +45,9 @@ struct ErrorRateBound {
 /// correction (a few bursts are a few events). With fewer windows, or none
 /// known, no dispersion can be seen: Wilson's bound over every request as for
 /// independent ones (stats::wilson_lower_bound). Needs run.attempts > 0.
-ErrorRateBound error_rate_bound(const RunFigures& run, double confidence);
+/// `which` kAnsweredStatus: the same bound of the failed statuses alone, with
+/// their own dispersion (WindowCounts::status_failures).
+ErrorRateBound error_rate_bound(const RunFigures& run, double confidence,
+                                Failures which = Failures::kAll);
 
 }  // namespace perfgate

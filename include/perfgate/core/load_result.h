@@ -38,6 +38,9 @@ struct ErrorCounts {
   }
   /// "3 invalid responses (both Content-Length and chunked)"; "" when none.
   std::string invalid_text() const;
+  /// The errors by kind, the kinds with none left out: "timeout x 30, connect x 2";
+  /// "" when none.
+  std::string kinds_text() const;
   void merge(const ErrorCounts& o);
   friend bool operator==(const ErrorCounts&, const ErrorCounts&) = default;
 };
@@ -60,6 +63,12 @@ struct StatusCounts {
   /// success. By default 4xx and 5xx, unparseable codes, and 1xx, which is never
   /// a final answer (a 101 switched protocols: no HTTP response).
   uint64_t failed() const;
+  /// failed(), by class (the index as by_class's): a 2xx a request's
+  /// `success_statuses` left out counts under 2xx.
+  std::array<uint64_t, 6> failed_by_class() const;
+  /// The failed responses by class, as a report names them: "4xx x 12000, 5xx x 3"
+  /// ("other" for unparseable codes); "" when none.
+  std::string failed_text() const;
   /// The classes as the store keeps them (it has no column for `overridden`):
   /// a response judged otherwise than its class is kept under 2xx when it was
   /// a success and under "other" when it was not, so that failed() of what is

@@ -77,6 +77,9 @@ double tail_responses(const MetricDef& def, double responses);
 struct WindowCounts {
   std::uint64_t attempts = 0;
   std::uint64_t failures = 0;
+  /// Of failures: responses whose status is not a success, which the service
+  /// itself answered (no saturated load machine makes a service answer 404).
+  std::uint64_t status_failures = 0;
   friend bool operator==(const WindowCounts&, const WindowCounts&) = default;
 };
 
@@ -90,6 +93,11 @@ struct RunFigures {
   /// rate; summary's error_rate_pct is failures over attempts.
   std::uint64_t attempts = 0;
   std::uint64_t failures = 0;
+  /// The failures by kind, over the kept iterations: the socket errors, and the
+  /// responses by status class (failed() of which is the statuses not counted
+  /// as success). What an error-rate message names.
+  ErrorCounts socket_errors{};
+  StatusCounts statuses{};
   /// The same counts for each kept window, in order (the windows, also where
   /// `values` holds one per launch): how bursty the errors were. Empty when
   /// unknown.

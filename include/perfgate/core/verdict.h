@@ -111,6 +111,10 @@ struct MetricCheck {
   /// Neither surely past its limits nor surely within its fail limit (or its
   /// level out of reach). A warn that says what would decide, never a pass.
   bool inconclusive = false;
+  /// A fail no saturated load machine explains: the error rate's answered
+  /// statuses alone surely past its max (a client cannot make a service answer
+  /// 404). It stays a fail on a saturated run, where every other fail warns.
+  bool fails_when_saturated = false;
 };
 
 struct Judgement {
@@ -165,12 +169,14 @@ int min_pairs_to_reach(double confidence_pct);
 /// limit (the change is surely bigger than tolerated); pass only when hi is
 /// within the fail limit (equivalence at the same level); warn when e is past
 /// warn, lo past zero and hi within the fail limit; anything else is
-/// inconclusive (warn), saying what would decide. An error-rate
-/// max fails only when the rate's lower bound, widened by the bursts its
-/// windows show, is past it (error_rate.h). With a
+/// inconclusive (warn), saying what would decide. An error-rate max fails when
+/// the rate's lower bound, widened by the bursts its windows show, is past it
+/// at 1 - alpha/2, and warns when it is past it at 1 - alpha (error_rate.h);
+/// over the max within the noise, it passes and says so. With a
 /// `drift_reference`, a run within its limits that has drifted significantly past
-/// the fail limit against those older runs warns. A saturated run never fails:
-/// its fails become warns that say why.
+/// the fail limit against those older runs warns. A saturated run fails only
+/// where its answered statuses alone put the error rate surely past its max
+/// (MetricCheck::fails_when_saturated); its other fails become warns that say why.
 Judgement judge(const RunFigures& now, const BaselineSample* baseline, const ThresholdSet& limits,
                 const Saturation& saturation, const DecisionSettings& settings = {},
                 const BaselineSample* drift_reference = nullptr);

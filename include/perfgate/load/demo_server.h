@@ -18,7 +18,8 @@ struct DemoServerOptions {
   uint16_t port = 0;               // 0 = any free port
   Nanos delay{0};                  // added to every `delay_every`-th response
   uint64_t delay_every = 0;        // 0 = never; 1 = every response
-  uint64_t error_every = 0;        // every N-th response is a 500; 0 = never
+  uint64_t error_every = 0;        // every N-th response is an error; 0 = never
+  int error_status = 500;          // its status: 404 for a wrong path, 502 for a dead backend
   Nanos work{0};                   // CPU burned per response (busy loop)
   /// A fixed amount of work per response: this many rounds of an integer loop.
   /// Unlike `work` (a time spin) its instruction count is the same on every
