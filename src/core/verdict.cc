@@ -318,15 +318,17 @@ std::string unfailed_text(const ChangeTest& t, double worse, double past, double
   if (!t.estimate_bound || worse <= limit || past > limit) return "";
   return "; the estimate is past the limit but not the near end of its " +
          level_text(t.estimate_bound->confidence_pct) +
-         "% interval, which a sequential look's fail needs (one look's chance, spent over the "
-         "looks)";
+         "% interval, which a sequential look's fail needs (one look's 50 % chance at the "
+         "limit, spent over the looks)";
 }
 
 // Three answers, each earned. In the regressing direction, with the estimate e
-// and the interval lo..hi at the look's level: fail when e is past F and lo past
-// W; a warn when e is past W and lo past zero with hi within F (a change, surely
-// inside the fail limit; with a warn limit only, surely past it); pass only when hi is within F
-// (equivalence: a change at F passes at most alpha / 2 of the time); anything else is inconclusive.
+// and the interval lo..hi at the look's level: fail when e (a sequential look:
+// its bound at the look's estimate level, fail_side) is past F and lo past W;
+// a warn when e is past W and lo past zero with hi within F (a change, surely
+// inside the fail limit; with a warn limit only, surely past it); pass only
+// when hi is within F (equivalence: a change at F passes at most alpha / 2 of
+// the time); anything else is inconclusive.
 void check_relative(const MetricDef& def, MetricCheck& c) {
   if (!c.change_pct || c.verdict == Verdict::kFail) return;
   const auto& t = c.thresholds;
