@@ -169,10 +169,21 @@ Rates rates(const World& w, int pairs, int runs, std::uint64_t seed) {
   return out.per(runs);
 }
 
+// What a sequential look judges the fail limit on: its interval's near end at
+// the look's estimate level, as the gate does since issue 46, or the estimate
+// itself at every look, the rule before (for the comparison only).
+enum class FailRule { kEstimateBound, kEstimateEveryLook };
+
+struct Setup {
+  FailRule rule = FailRule::kEstimateBound;
+  int extra_family = 0;  // the recipe's cost phase: instructions_per_request holds a share
+};
+
 // A sequential run as the gate makes it (paired_gate.cc): judge at count, then
 // while next_step() says undecided, two more pairs, each look at its boundary's
 // level.
-Rates sequential_rates(const World& w, const SequentialPlan& plan, int runs, std::uint64_t seed) {
+Rates sequential_rates(const World& w, const SequentialPlan& plan, int runs, std::uint64_t seed,
+                       const Setup& setup = {}) {
   std::mt19937_64 rng(seed);
   Rates out;
   for (int i = 0; i < runs; ++i) {
@@ -185,6 +196,9 @@ Rates sequential_rates(const World& w, const SequentialPlan& plan, int runs, std
       settings.look_level = [&plan, taken](double level) {
         return plan.look_confidence(level, taken);
       };
+      settings.extra_family = setup.extra_family;
+      if (setup.rule == FailRule::kEstimateBound)
+        settings.estimate_level = plan.estimate_confidence(taken);
       auto j = judge_run(r, recipe_limits(), settings);
       if (!next_step(j, false, false, taken, plan).more) {
         out.count(j, taken);
@@ -298,6 +312,106 @@ TEST(GateSimulationTest, WithinTheBudgetATenPercentCostFailsAndNeverPasses) {
   // windows' edges, the launches and the machine's drift are what is left.
   EXPECT_GE(quiet.fail, 0.95);
   EXPECT_GT(quiet.fail, quiet_ticks.fail);
+}
+
+// Issue 46, item 3: "the estimate past F" at every look gave a change below
+// the fail limit up to 17 chances to cross it. The pull-request recipe's plan
+// (ci/profiles/pr-paired.json: 12 pairs, 2 more while undecided, to 44; its
+// cost phase's instructions_per_request holds a fourth share of the budget),
+// CPU per request changed by `change` against its fail limit F = 8 %.
+Rates recipe_rates(double change, double launch_sd, int runs, std::uint64_t seed,
+                   FailRule rule = FailRule::kEstimateBound, int max_count = 44) {
+  World w;
+  w.launch_sd = launch_sd;
+  w.cost_change = std::log1p(change);
+  SequentialPlan plan = budget_plan(max_count);
+  if (max_count <= 12) plan = SequentialPlan{max_count, max_count, 2, kPairedSpending};
+  return sequential_rates(w, plan, runs, seed, {rule, 1});
+}
+
+// One look at a fixed count: the rule's own rate, with nothing to spend it over.
+Rates one_look_rates(double change, double launch_sd, int pairs, int runs, std::uint64_t seed) {
+  World w;
+  w.launch_sd = launch_sd;
+  w.cost_change = std::log1p(change);
+  return sequential_rates(w, SequentialPlan{pairs, pairs, 2, kPairedSpending}, runs, seed, {{}, 1});
+}
+
+void print_rates(const char* what, const Rates& r) {
+  std::printf("%s: fail %.4f pass %.4f inconclusive %.4f mean pairs %.1f\n", what, r.fail, r.pass,
+              r.inconclusive, r.pairs);
+}
+
+// The issue's figures fit quiet launches best (one look at 12 pairs failed +7 %
+// 8.2 % of the time there, 9.7 % here; 12..44 pairs 23.8 %, 21.4 % here).
+TEST(GateSimulationTest, SequentialRunsFailAChangeBelowTheFailLimitRarely) {
+  auto now = recipe_rates(0.07, 0.01, 600, 20261220);
+  auto before = recipe_rates(0.07, 0.01, 600, 20261220, FailRule::kEstimateEveryLook);
+  print_rates("+7% CPU per request (7/8 of F), quiet launches, 12..44 pairs", now);
+  print_rates("  the same, the estimate judged against F at every look (before)", before);
+  EXPECT_LE(now.fail, 0.10);
+  EXPECT_GE(before.fail, 0.15);  // what issue 46 measured
+}
+
+TEST(GateSimulationTest, SequentialRunsFailAChangeBelowTheFailLimitNoMoreThanOneLookAtMaxCount) {
+  // Launches sd 4 %: the runs that +7 % leaves undecided go on to about 40
+  // pairs, where 7/8 of F lies within one standard error of F. No rule that
+  // fails a change at F half the time can fail this one much less: one look at
+  // 44 pairs, which spends nothing over looks, fails it more often.
+  auto loud = recipe_rates(0.07, 0.04, 600, 20261221);
+  auto fixed = one_look_rates(0.07, 0.04, 44, 600, 20261221);
+  print_rates("+7% CPU per request, launches sd 4%, 12..44 pairs", loud);
+  print_rates("  the same, one look at 44 pairs", fixed);
+  EXPECT_LE(loud.fail, fixed.fail);
+  EXPECT_LE(loud.fail, 0.15);
+}
+
+TEST(GateSimulationTest, SequentialRunsFailAChangeAtTheFailLimitAtMostHalfTheTime) {
+  auto quiet = recipe_rates(0.08, 0.01, 1000, 20261222);
+  auto loud = recipe_rates(0.08, 0.04, 600, 20261223);
+  print_rates("+8% CPU per request (exactly F), quiet launches, 12..44 pairs", quiet);
+  print_rates("+8% CPU per request (exactly F), launches sd 4%, 12..44 pairs", loud);
+  EXPECT_LE(quiet.fail, 0.50);
+  EXPECT_LE(loud.fail, 0.50);
+  EXPECT_LE(quiet.pass, 0.025);  // the pass side is as it was
+  EXPECT_LE(loud.pass, 0.025);
+}
+
+TEST(GateSimulationTest, SequentialRunsStillCatchALargeChange) {
+  auto aa = recipe_rates(0, 0.04, 1000, 20261224);
+  print_rates("A/A, launches sd 4%, 12..44 pairs", aa);
+  EXPECT_LE(aa.fail, 0.025);  // the boundary's alpha over every gated metric
+  auto ten = recipe_rates(0.10, 0.04, 600, 20261225);
+  auto ten_quiet = recipe_rates(0.10, 0.01, 600, 20261226, FailRule::kEstimateBound, 22);
+  auto twelve = recipe_rates(0.12, 0.04, 600, 20261227);
+  print_rates("+10% CPU per request, launches sd 4%, 12..44 pairs", ten);
+  print_rates("+10% CPU per request, quiet launches, 12..22 pairs", ten_quiet);
+  print_rates("+12% CPU per request, launches sd 4%, 12..44 pairs", twelve);
+  // docs/statistics.md ("A gate in a time budget") asserts these floors for
+  // +10 %; the fail limit's bound costs a point or two of them.
+  EXPECT_GE(ten.fail, 0.85);
+  EXPECT_GE(ten_quiet.fail, 0.95);
+  EXPECT_GE(twelve.fail, 0.97);
+}
+
+// The table of docs/statistics.md, "Sequential runs": each change under both
+// rules and at one look (too slow for every test run: disabled, run with
+// --gtest_also_run_disabled_tests).
+TEST(GateSimulationTest, DISABLED_SequentialFailLimitTable) {
+  for (double launch_sd : {0.01, 0.04}) {
+    for (double change : {0.05, 0.07, 0.075, 0.08, 0.10}) {
+      auto seed = static_cast<std::uint64_t>(20261230 + change * 1000 + launch_sd * 100);
+      auto once = one_look_rates(change, launch_sd, 12, 500, seed);
+      auto once44 = one_look_rates(change, launch_sd, 44, 500, seed);
+      auto before = recipe_rates(change, launch_sd, 500, seed, FailRule::kEstimateEveryLook);
+      auto now = recipe_rates(change, launch_sd, 500, seed);
+      std::printf(
+          "launch sd %.0f%% %+5.1f%%: one look 12 pairs %5.1f%%, 44 pairs %5.1f%%; 12..44 "
+          "before %5.1f%% (%.1f pairs), now %5.1f%% (%.1f pairs, pass %.1f%%)\n",
+          launch_sd * 100, change * 100, once.fail * 100, once44.fail * 100, before.fail * 100,
+          before.pairs, now.fail * 100, now.pairs, now.pass * 100);
+    }
+  }
 }
 
 TEST(GateSimulationTest, OneLaunchPerRunMakesPairsAgreeByLuckTheSimulationSeesIt) {

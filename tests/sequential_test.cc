@@ -81,6 +81,17 @@ TEST(SequentialTest, AFailCrossingStopsTheRunEvenWhenItsIntervalStraddlesTheFail
   EXPECT_TRUE(undecided(check("throughput_rps", -11, -2)));
 }
 
+// Issue 46, item 3: at a sequential look the estimate alone crossing the fail
+// limit is no fail crossing; the near end of its interval at the look's
+// estimate level must cross.
+TEST(SequentialTest, AtASequentialLookAFailCrossingNeedsTheEstimatesBoundPastTheLimit) {
+  auto crossing = check("throughput_rps", -9, -4);  // estimate -6.5 %, near end -4 %
+  crossing.test->estimate_bound = ChangeTest::EstimateBound{60, -7, -4.5};
+  EXPECT_TRUE(undecided(crossing));  // -4.5 %: not past the fail limit
+  crossing.test->estimate_bound->ci_high_pct = -5.5;
+  EXPECT_FALSE(undecided(crossing));
+}
+
 TEST(SequentialTest, DetectableChangeIsTheTestsAtEightyPercentPower) {
   auto tested = check("throughput_rps", -4, 2);
   tested.test->detectable_pct = 4.29;
@@ -321,51 +332,100 @@ std::vector<double> rank_sum_cdf(int n) {
   return ways;
 }
 
+std::vector<int> looks_of(int count, int max_count) {
+  std::vector<int> ns;
+  for (int n = count; n <= max_count; n += 2) ns.push_back(n);
+  return ns;
+}
+
+// How often `runs` sequences of symmetric pairs (the signs fair, the order of
+// the |d| uniform) cross `table` at some look: a fail when the signed-rank sum
+// is at or below the critical value each look's level puts the interval at.
+double crossing_rate(const std::vector<int>& ns, const std::vector<BoundaryLook>& table, int runs,
+                     std::uint64_t seed) {
+  std::vector<std::vector<double>> cdfs;
+  for (int n : ns) cdfs.push_back(rank_sum_cdf(n));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  int crossed = 0;
+  std::vector<double> mags;
+  std::vector<char> positive;
+  for (int run = 0; run < runs; ++run) {
+    mags.clear();
+    positive.clear();
+    long v = 0;
+    for (size_t k = 0; k < ns.size(); ++k) {
+      while (static_cast<int>(mags.size()) < ns[k]) {
+        double x = uniform(rng);
+        bool pos = uniform(rng) < 0.5;
+        long less = 0, pos_greater = 0;
+        for (size_t j = 0; j < mags.size(); ++j) mags[j] < x ? ++less : pos_greater += positive[j];
+        v += pos_greater + (pos ? less + 1 : 0);
+        mags.push_back(x);
+        positive.push_back(pos);
+      }
+      double half = (1 - table[k].confidence_pct / 100) / 2;
+      if (cdfs[k][static_cast<size_t>(v)] <= half) {
+        ++crossed;
+        break;
+      }
+    }
+  }
+  return static_cast<double>(crossed) / runs;
+}
+
 // Issue 39, finding 10: the boundary's own simulation (20,000 sequences) must
 // not decide the false-fail rate by its sampling noise. An independent one,
 // 10 times larger and from another generator, crosses the Pocock boundary of
 // the recipe's plan and of issue 26's at most the alpha it spends.
 TEST(SequentialTest, ThePocockBoundaryCrossesAtMostItsAlphaInAnIndependentSimulation) {
   for (auto [count, max_count] : {std::pair{6, 16}, std::pair{12, 44}}) {
-    std::vector<int> ns;
-    for (int n = count; n <= max_count; n += 2) ns.push_back(n);
-    const auto& table = signed_rank_boundary(Spending::kPocock, ns, 95);
-    std::vector<std::vector<double>> cdfs;
-    for (int n : ns) cdfs.push_back(rank_sum_cdf(n));
-    std::mt19937_64 rng(20261206);
-    std::uniform_real_distribution<double> uniform(0, 1);
+    auto ns = looks_of(count, max_count);
     const int kRuns = 200'000;
-    int crossed = 0;
-    std::vector<double> mags;
-    std::vector<char> positive;
-    for (int run = 0; run < kRuns; ++run) {
-      mags.clear();
-      positive.clear();
-      long v = 0;
-      for (size_t k = 0; k < ns.size(); ++k) {
-        while (static_cast<int>(mags.size()) < ns[k]) {
-          double x = uniform(rng);
-          bool pos = uniform(rng) < 0.5;
-          long less = 0, pos_greater = 0;
-          for (size_t j = 0; j < mags.size(); ++j)
-            mags[j] < x ? ++less : pos_greater += positive[j];
-          v += pos_greater + (pos ? less + 1 : 0);
-          mags.push_back(x);
-          positive.push_back(pos);
-        }
-        double half = (1 - table[k].confidence_pct / 100) / 2;
-        if (cdfs[k][static_cast<size_t>(v)] <= half) {
-          ++crossed;
-          break;
-        }
-      }
-    }
-    double rate = static_cast<double>(crossed) / kRuns;
+    double rate =
+        crossing_rate(ns, signed_rank_boundary(Spending::kPocock, ns, 95), kRuns, 20261206);
     std::printf("Pocock, %d..%d pairs: crossed %.4f of %d A/A sequences (alpha 0.025)\n", count,
                 max_count, rate, kRuns);
     EXPECT_LE(rate, 0.025);
     EXPECT_GE(rate, 0.018);  // and spends most of it
   }
+}
+
+// Issue 46, item 3: the fail limit's boundary. Under "the change is exactly
+// F" the log-ratios less ln(1 + F) are symmetric, so the same law decides how
+// often the looks' bounds cross F: at most half the time over all the looks,
+// as one look's estimate does, and most of that half is spent.
+TEST(SequentialTest, TheEstimateBoundaryCrossesAtMostHalfTheTimeInAnIndependentSimulation) {
+  for (auto [count, max_count] : {std::pair{6, 16}, std::pair{12, 44}}) {
+    auto ns = looks_of(count, max_count);
+    const auto& table = estimate_boundary(Spending::kPocock, ns);
+    double rate = crossing_rate(ns, table, 50'000, 20261207);
+    std::printf(
+        "estimate boundary, %d..%d pairs: levels %.2f%% .. %.2f%%, crossed %.4f of "
+        "50000 sequences at F (0.5 spent)\n",
+        count, max_count, table.front().confidence_pct, table.back().confidence_pct, rate);
+    EXPECT_LE(rate, 0.5);
+    EXPECT_GE(rate, 0.45);
+  }
+}
+
+TEST(SequentialPlanTest, TheFailLimitsEstimateLevelIsSpentOverTheLooks) {
+  // One look judges the estimate itself: no level, the rule as it always was.
+  EXPECT_FALSE((SequentialPlan{12, 12, 2, Spending::kPocock}.estimate_confidence(12)));
+  SequentialPlan plan{12, 44, 2, Spending::kPocock};
+  auto ns = looks_of(12, 44);
+  const auto& table = estimate_boundary(Spending::kPocock, ns);
+  ASSERT_EQ(table.size(), ns.size());
+  for (size_t k = 0; k < ns.size(); ++k) {
+    EXPECT_DOUBLE_EQ(*plan.estimate_confidence(ns[k]), table[k].confidence_pct);
+    EXPECT_DOUBLE_EQ(table[k].spent, spent_alpha(Spending::kPocock, 0.5, ns[k] / 44.0));
+    EXPECT_GT(table[k].confidence_pct, 0);
+    EXPECT_LT(table[k].confidence_pct, 80);  // a bound near the estimate, not a test of zero
+  }
+  // Bonferroni: 50 % / 6 looks one-sided each, a two-sided 100 (1 - 1 / 6) %.
+  EXPECT_NEAR(*(SequentialPlan{6, 16, 2}.estimate_confidence(6)), 83.333333333333333, 1e-9);
+  // The same table again, bit for bit, from the cache.
+  EXPECT_EQ(estimate_boundary(Spending::kPocock, ns)[3].confidence_pct, table[3].confidence_pct);
 }
 
 TEST(SequentialTest, PocockBoundaryPowerAndPairsAgainstBonferroni) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "perfgate/core/spending_boundary.h"
+
 namespace perfgate {
 namespace {
 
@@ -383,6 +385,46 @@ TEST(VerdictTest, AFailNeedsTheIntervalWhollyPastTheWarnLimit) {
   auto tight = pairs_of({-0.060, -0.061, -0.059, -0.062, -0.058, -0.060, -0.061, -0.059, -0.060,
                          -0.060, -0.061, -0.059});
   EXPECT_EQ(judge(tight.now, &tight.base, throughput_limits(3, 5), {}).verdict, Verdict::kFail);
+}
+
+// Issue 46, item 3: at a sequential look the fail limit judges the near end of
+// the interval at the look's estimate level, not the estimate, which would
+// get a chance to cross at every look. One look (no estimate level) judges
+// the estimate as before; a level of (nearly) nothing is the estimate again.
+TEST(VerdictTest, ASequentialLookJudgesTheFailLimitOnTheEstimatesBound) {
+  auto p = pairs_of({-0.026, -0.076, -0.041, -0.061, -0.046, -0.056, -0.036, -0.066, -0.048, -0.054,
+                     -0.043, -0.058});
+  auto once = judge(p.now, &p.base, throughput_limits(3, 5), {});
+  const auto& one = check(once, "throughput_rps");
+  EXPECT_LT(*one.change_pct, -5);        // -5.1 %: past the fail limit
+  EXPECT_LT(one.test->ci_high_pct, -3);  // and surely past the warn limit
+  EXPECT_EQ(one.verdict, Verdict::kFail) << one.message;
+  EXPECT_FALSE(one.test->estimate_bound);  // one look: nothing else to judge
+
+  DecisionSettings look{95};
+  look.estimate_level = 60;
+  auto seq = judge(p.now, &p.base, throughput_limits(3, 5), {}, look);
+  const auto& c = check(seq, "throughput_rps");
+  ASSERT_TRUE(c.test->estimate_bound);
+  EXPECT_EQ(c.test->estimate_bound->confidence_pct, 60);
+  EXPECT_GT(c.test->estimate_bound->ci_high_pct, -5);  // its near end is not past -5 %
+  EXPECT_LT(c.test->estimate_bound->ci_low_pct, *c.change_pct);
+  EXPECT_DOUBLE_EQ(*c.change_pct, *one.change_pct);  // the same estimate and interval
+  EXPECT_DOUBLE_EQ(c.test->ci_high_pct, one.test->ci_high_pct);
+  EXPECT_EQ(c.verdict, Verdict::kWarn) << c.message;
+  EXPECT_TRUE(c.inconclusive);
+  EXPECT_NE(c.message.find("the estimate is past the limit but not the near end of its 60% "
+                           "interval, which a sequential look's fail needs"),
+            std::string::npos)
+      << c.message;
+
+  look.estimate_level = kLeastLevelPct;
+  auto nothing = judge(p.now, &p.base, throughput_limits(3, 5), {}, look);
+  EXPECT_EQ(check(nothing, "throughput_rps").verdict, Verdict::kFail);
+  EXPECT_NE(check(nothing, "throughput_rps")
+                .message.find("; past it at the sequential look's "
+                              "estimate level"),
+            std::string::npos);
 }
 
 // Warns have a noise model: past the warn limit but with an interval that

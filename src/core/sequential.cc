@@ -45,6 +45,12 @@ double SequentialPlan::look_confidence(double confidence_pct, int taken) const {
       .confidence_pct;
 }
 
+std::optional<double> SequentialPlan::estimate_confidence(int taken) const {
+  if (!extends()) return std::nullopt;
+  if (spending == Spending::kBonferroni) return 100 * (1 - 2 * kEstimateAlpha / looks());
+  return estimate_boundary(spending, look_counts(*this))[look_of(taken)].confidence_pct;
+}
+
 bool SequentialPlan::can_ever_fail(double confidence_pct) const {
   // Past kExactMaxPairs the boundary's levels stay below 100 - 2e-7 %, which 30
   // values reach: some look can fail, without simulating thousands of looks.
@@ -85,10 +91,14 @@ bool undecided(const MetricCheck& c) {
   bool higher = def->better == Better::kHigher;
   double low = higher ? -c.test->ci_high_pct : c.test->ci_low_pct;
   double high = higher ? -c.test->ci_low_pct : c.test->ci_high_pct;
-  double e = higher ? -c.test->estimate_pct : c.test->estimate_pct;
+  // What the fail limit judges: the estimate, or at a sequential look its
+  // interval's near end at the look's estimate level.
+  const auto& bound = c.test->estimate_bound;
+  double e = higher ? -(bound ? bound->ci_high_pct : c.test->estimate_pct)
+                    : (bound ? bound->ci_low_pct : c.test->estimate_pct);
   // Decided: surely within the fail limit (pass, or a warn inside it), or a
   // fail crossing, which stops the run at once whatever its interval's far
-  // end: the boundary bounds the chance that any look crosses, so a later
+  // end: the boundaries bound the chance that any look crosses, so a later
   // look may not undo it (issue 39, finding 2).
   if (high <= *pass) return false;
   double floor = t.fail_pct ? t.warn_pct.value_or(0) : 0;
@@ -143,15 +153,19 @@ double chance(const Trend& t, double needed, bool below) {
 }  // namespace
 
 std::optional<double> conditional_power(const MetricCheck& c, int taken, const SequentialPlan& plan,
-                                        double final_pct) {
+                                        double final_pct, double final_estimate_pct) {
   if (!c.thresholds.fail_pct) return std::nullopt;
   auto t = trend(c, taken, plan, final_pct, End::kRegressing);
   if (!t) return std::nullopt;
-  // A fail at the last look: its estimate past the fail limit and its interval's
-  // near end past the warn limit.
-  double needed = std::max(std::log1p(*c.thresholds.fail_pct / 100),
-                           std::log1p(c.thresholds.warn_pct.value_or(0) / 100) +
-                               t->z_final * t->sigma / std::sqrt(t->total));
+  // A fail at the last look: its estimate (its bound at the estimate level)
+  // past the fail limit and its interval's near end past the warn limit.
+  double z_estimate =
+      final_estimate_pct > 0
+          ? stats::normal_quantile(0.5 + std::min(final_estimate_pct, 99.9999999) / 200)
+          : 0;
+  double se = t->sigma / std::sqrt(t->total);
+  double needed = std::max(std::log1p(*c.thresholds.fail_pct / 100) + z_estimate * se,
+                           std::log1p(c.thresholds.warn_pct.value_or(0) / 100) + t->z_final * se);
   return chance(*t, needed, false);
 }
 
@@ -171,6 +185,7 @@ SequentialStep next_step(const Judgement& judgement, bool saturated, bool stoppe
   SequentialStep step;
   double final_pct = plan.look_confidence(
       family_confidence(plan.confidence, std::max(judgement.family, 1)), plan.max_count);
+  double final_estimate_pct = plan.estimate_confidence(plan.max_count).value_or(0);
   for (const auto& c : judgement.checks) {
     if (c.verdict == Verdict::kFail && !c.inconclusive) step.failed.push_back(c.metric);
     if (!undecided(c)) continue;
@@ -181,7 +196,7 @@ SequentialStep next_step(const Judgement& judgement, bool saturated, bool stoppe
     // stop reason says max_count or the budget.
     bool futile = false;
     if (plan.futility && plan.next_batch(taken) > 0) {
-      auto fail = conditional_power(c, taken, plan, final_pct);
+      auto fail = conditional_power(c, taken, plan, final_pct, final_estimate_pct);
       auto pass = conditional_pass_power(c, taken, plan, final_pct);
       futile = fail && pass && *fail < kFutilityPower && *pass < kFutilityPower;
     }

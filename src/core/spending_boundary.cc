@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "perfgate/core/statistics.h"
@@ -208,23 +209,42 @@ double spent_alpha(Spending shape, double alpha, double t) {
   return alpha * t;  // not a spending function; Bonferroni's levels are not tabled
 }
 
-const std::vector<BoundaryLook>& signed_rank_boundary(Spending shape, const std::vector<int>& ns,
-                                                      double confidence_pct) {
+namespace {
+
+// The table for a one-sided `alpha` spent over looks at `ns`, computed once.
+const std::vector<BoundaryLook>& cached_boundary(Spending shape, const std::vector<int>& ns,
+                                                 double alpha, const char* caller) {
   if (ns.empty() || ns.front() < 1 || !std::is_sorted(ns.begin(), ns.end()))
-    throw std::invalid_argument("signed_rank_boundary: looks need increasing counts of at least 1");
-  if (!(confidence_pct > 0 && confidence_pct < 100))
-    throw std::invalid_argument("signed_rank_boundary: confidence must be in (0, 100)");
+    throw std::invalid_argument(std::string(caller) +
+                                ": looks need increasing counts of at least 1");
   using Key = std::tuple<int, std::vector<int>, double>;
   static std::mutex mutex;
   static std::map<Key, std::vector<BoundaryLook>> cache;
   std::lock_guard lock(mutex);
-  Key key{static_cast<int>(shape), ns, confidence_pct};
+  Key key{static_cast<int>(shape), ns, alpha};
   auto found = cache.find(key);
   if (found != cache.end()) return found->second;
-  double alpha = (1 - confidence_pct / 100) / 2;  // one end of the two-sided interval
   auto table = ns.back() <= kExactMaxPairs ? exact_boundary(shape, ns, alpha)
                                            : normal_boundary(shape, ns, alpha);
+  // A look that spends about half may land past the middle of a coarse law:
+  // its bound is then the estimate's own side of the median, as lenient as a
+  // bound can be, and the level still one the interval search accepts.
+  for (auto& look : table) look.confidence_pct = std::max(look.confidence_pct, kLeastLevelPct);
   return cache.emplace(key, std::move(table)).first->second;
+}
+
+}  // namespace
+
+const std::vector<BoundaryLook>& signed_rank_boundary(Spending shape, const std::vector<int>& ns,
+                                                      double confidence_pct) {
+  if (!(confidence_pct > 0 && confidence_pct < 100))
+    throw std::invalid_argument("signed_rank_boundary: confidence must be in (0, 100)");
+  double alpha = (1 - confidence_pct / 100) / 2;  // one end of the two-sided interval
+  return cached_boundary(shape, ns, alpha, "signed_rank_boundary");
+}
+
+const std::vector<BoundaryLook>& estimate_boundary(Spending shape, const std::vector<int>& ns) {
+  return cached_boundary(shape, ns, kEstimateAlpha, "estimate_boundary");
 }
 
 }  // namespace perfgate

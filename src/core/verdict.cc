@@ -305,13 +305,21 @@ std::optional<Limits> limits_of(const Thresholds& t) {
   return std::nullopt;
 }
 
-// The change this run fails with kDetectionPower: its estimate must be past F
+// How far below the estimate a sequential look's fail bound lies (half its
+// interval at the estimate level); 0 at one look, which judges the estimate.
+double estimate_half(const ChangeTest& t) {
+  if (!t.estimate_bound) return 0;
+  return (t.estimate_bound->ci_high_pct - t.estimate_bound->ci_low_pct) / 2;
+}
+
+// The change this run fails with kDetectionPower: its estimate (a sequential
+// look: its bound at the estimate level, estimate_half below it) must be past F
 // and its interval's near end past W, so a true change d fails with 80 % power
 // when d - z80 se >= max(F, W + half-width). The detectable change (half-width
 // times 1 + z80 / z) gives z80 se without the test's degrees of freedom.
 double failable_pct(const ChangeTest& t, const Limits& l) {
   double half = (t.ci_high_pct - t.ci_low_pct) / 2;
-  return std::max(l.pass, l.floor + half) + (*t.detectable_pct - half);
+  return std::max(l.pass + estimate_half(t), l.floor + half) + (*t.detectable_pct - half);
 }
 
 // Why a metric is undecided, and what would decide: the change it would fail,
@@ -348,7 +356,7 @@ std::string why_inconclusive(const ChangeTest& t, const Limits& l) {
     return text + ": the run-to-run noise is too large for this limit with " +
            std::to_string(t.baseline_runs) +
            " baseline runs; paired mode or a quieter runner would decide";
-  double ratio = *t.detectable_pct / (l.pass - l.floor);
+  double ratio = (*t.detectable_pct + estimate_half(t)) / (l.pass - l.floor);
   double needed = std::ceil(t.n_now * ratio * ratio);
   // Past a million no count is a plan: the noise itself is the problem.
   std::string count = needed > 1e6 ? "more than a million"
@@ -357,11 +365,41 @@ std::string why_inconclusive(const ChangeTest& t, const Limits& l) {
          std::to_string(t.n_now) + ")";
 }
 
+// A sequential look judges the fail limit on its interval's near end at the
+// look's estimate level, in the regressing direction: the looks together then
+// fail a change at the limit at most half the time, as one look's estimate
+// does (docs/statistics.md, "Sequential runs"). nullopt at one look.
+std::optional<double> fail_side(const MetricDef& def, const ChangeTest& t) {
+  if (!t.estimate_bound) return std::nullopt;
+  return def.better == Better::kHigher ? -t.estimate_bound->ci_high_pct
+                                       : t.estimate_bound->ci_low_pct;
+}
+
+// "; past it at the sequential look's estimate level (61.2% CI +8.4%..+9.9%)".
+std::string bound_text(const ChangeTest& t) {
+  if (!t.estimate_bound) return "";
+  const auto& b = *t.estimate_bound;
+  return "; past it at the sequential look's estimate level (" + level_text(b.confidence_pct) +
+         "% CI " + signed_pct(b.ci_low_pct) + ".." + signed_pct(b.ci_high_pct) + ")";
+}
+
+// Why an estimate past the limit did not fail a sequential look: the near end
+// of its interval at the look's estimate level is not past it.
+std::string unfailed_text(const ChangeTest& t, double worse, double past, double limit) {
+  if (!t.estimate_bound || worse <= limit || past > limit) return "";
+  return "; the estimate is past the limit but not the near end of its " +
+         level_text(t.estimate_bound->confidence_pct) +
+         "% interval, which a sequential look's fail needs (one look's 50 % chance at the "
+         "limit, spent over the looks)";
+}
+
 // Three answers, each earned. In the regressing direction, with the estimate e
-// and the interval lo..hi at the look's level: fail when e is past F and lo past
-// W; a warn when e is past W and lo past zero with hi within F (a change, surely
-// inside the fail limit; with a warn limit only, surely past it); pass only when hi is within F
-// (equivalence: a change at F passes at most alpha / 2 of the time); anything else is inconclusive.
+// and the interval lo..hi at the look's level: fail when e (a sequential look:
+// its bound at the look's estimate level, fail_side) is past F and lo past W;
+// a warn when e is past W and lo past zero with hi within F (a change, surely
+// inside the fail limit; with a warn limit only, surely past it); pass only
+// when hi is within F (equivalence: a change at F passes at most alpha / 2 of
+// the time); anything else is inconclusive.
 void check_relative(const MetricDef& def, MetricCheck& c) {
   if (!c.change_pct || c.verdict == Verdict::kFail) return;
   const auto& t = c.thresholds;
@@ -387,19 +425,22 @@ void check_relative(const MetricDef& def, MetricCheck& c) {
   bool higher = def.better == Better::kHigher;
   double least = higher ? -c.test->ci_high_pct : c.test->ci_low_pct;
   double most = higher ? -c.test->ci_low_pct : c.test->ci_high_pct;
+  double past = fail_side(def, *c.test).value_or(worse);  // what the fail limit judges
   bool sure = c.test->reaches_level;
-  if (t.fail_pct && sure && worse > *t.fail_pct && least > limits->floor) {
+  if (t.fail_pct && sure && past > *t.fail_pct && least > limits->floor) {
     c.verdict = Verdict::kFail;
-    c.message = describe("fail", *t.fail_pct);
-  } else if (t.warn_pct && sure && worse > *t.warn_pct && least > 0 &&
-             (most <= limits->pass || !t.fail_pct)) {
+    c.message = describe("fail", *t.fail_pct) + bound_text(*c.test);
+  } else if (t.warn_pct && sure && least > 0 &&
+             (t.fail_pct ? worse > *t.warn_pct && most <= limits->pass : past > *t.warn_pct)) {
     c.verdict = Verdict::kWarn;
     c.message = describe("warn", *t.warn_pct);
   } else if (!sure || most > limits->pass) {
     c.verdict = Verdict::kWarn;
     c.inconclusive = true;
-    c.message = "inconclusive: " + describe(t.fail_pct ? "fail" : "warn", limits->pass) +
-                ", neither surely within nor surely past it: " + why_inconclusive(*c.test, *limits);
+    c.message =
+        "inconclusive: " + describe(t.fail_pct ? "fail" : "warn", limits->pass) +
+        ", neither surely within nor surely past it: " + why_inconclusive(*c.test, *limits) +
+        unfailed_text(*c.test, worse, past, limits->pass);
   }
 }
 
@@ -449,10 +490,11 @@ std::optional<double> relative_change(double value, const MetricSet& base, std::
   return (value - it->second) / std::fabs(it->second) * 100.0;
 }
 
-// The metric as measured and tested at `confidence`, not yet judged.
+// The metric as measured and tested at `confidence` (and a sequential look's
+// `estimate_level`), not yet judged.
 MetricCheck measure_metric(const MetricDef& def, const RunFigures& now,
                            const BaselineSample* baseline, const ThresholdSet& limits,
-                           double confidence) {
+                           double confidence, std::optional<double> estimate_level = std::nullopt) {
   MetricCheck c;
   c.metric = std::string(def.key);
   c.unit = std::string(def.unit);
@@ -469,14 +511,18 @@ MetricCheck measure_metric(const MetricDef& def, const RunFigures& now,
                            c.thresholds.fail_pct ? c.thresholds.fail_pct : c.thresholds.warn_pct);
     // One estimate: the limits judge the change whose interval is reported.
     if (c.test) c.change_pct = c.test->estimate_pct;
+    if (c.test && estimate_level) {
+      auto at = test_change(values->second, *baseline, c.metric, c.value, *estimate_level);
+      if (at) c.test->estimate_bound = {*estimate_level, at->ci_low_pct, at->ci_high_pct};
+    }
   }
   return c;
 }
 
 MetricCheck check_metric(const MetricDef& def, const RunFigures& now,
                          const BaselineSample* baseline, const ThresholdSet& limits,
-                         double confidence, double nominal) {
-  MetricCheck c = measure_metric(def, now, baseline, limits, confidence);
+                         double confidence, double nominal, std::optional<double> estimate_level) {
+  MetricCheck c = measure_metric(def, now, baseline, limits, confidence, estimate_level);
   if (!c.gated) return c;
   check_absolute(def, now, nominal, c);
   if (!thin_tail(def, now, c)) {
@@ -675,8 +721,8 @@ Judgement judge(const RunFigures& now, const BaselineSample* baseline, const Thr
   for (auto defs : {metric_defs(), host_metric_defs()}) {
     for (const auto& def : defs) {
       if (!now.summary.contains(def.key)) continue;
-      j.checks.push_back(
-          check_metric(def, now, baseline, limits, j.confidence_pct, absolute_level));
+      j.checks.push_back(check_metric(def, now, baseline, limits, j.confidence_pct, absolute_level,
+                                      settings.estimate_level));
       if (drift_reference && j.checks.back().gated)
         check_drift(def, now, *drift_reference, j.confidence_pct, j.checks.back());
     }

@@ -57,7 +57,7 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   auto plan = sequential_plan(profile);
   int taken = static_cast<int>(run->iterations.size());
   GateResult result = paired ? judged(profile, *run, stored_run_figures(*run, block), selection,
-                                      look_level(plan, taken))
+                                      look_level(plan, taken), plan.estimate_confidence(taken))
                              : judged(judging_profile(profile, plan), *run,
                                       stored_run_figures(*run, block), selection);
   inconclusive_placement(selection, result);
@@ -71,10 +71,12 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   note_shared_load(run->saturation, result.notes);
   if (auto dropped = dropped_windows_note(profile, *run)) result.notes.push_back(*dropped);
   if (plan.extends()) {
-    char level[32];
+    char level[32], estimate[32];
     std::snprintf(level, sizeof level, "%.4g", result.confidence);
+    std::snprintf(estimate, sizeof estimate, "%.4g", plan.estimate_confidence(taken).value_or(0));
     result.notes.push_back(std::string("sequential run (repeat.max_count): judged at ") + level +
-                           "% confidence, as its last look was");
+                           "% confidence, the fail limit on the estimate's " + estimate +
+                           "% bound, as its last look was");
   }
   result.notes.push_back("judged again from the store (stored verdict: " +
                          std::string(to_string(run->verdict)) + "); nothing was stored");

@@ -67,10 +67,12 @@ MeasuredRun screened_run(const Profile& profile, Measurement m, GateRun& gate,
 
 GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures& now,
                   const BaselineSelection& selection,
-                  const std::function<double(double)>& look_level) {
+                  const std::function<double(double)>& look_level,
+                  std::optional<double> estimate_level) {
   const auto& base = selection.baseline;
   const auto& drift = selection.drift_reference;
-  DecisionSettings settings{profile.baseline.confidence, look_level, planned_cost_family(profile)};
+  DecisionSettings settings{profile.baseline.confidence, look_level, planned_cost_family(profile),
+                            estimate_level};
   auto judgement = judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
                          settings, drift ? &drift->sample : nullptr);
   add_cost_checks(judgement, rec.cost, &selection.cost, profile.thresholds);

@@ -124,10 +124,12 @@ BaselineSelection choose_baseline(const RunOptions& options, std::optional<Basel
                                   std::optional<double> shared_cpu_pct = std::nullopt);
 
 /// A run judged against `selection` at the profile's confidence, or at
-/// `look_level` (a sequential look's stricter level), and assembled as a result.
+/// `look_level` (a sequential look's stricter level) with the fail limit on
+/// `estimate_level`'s bound (DecisionSettings), and assembled as a result.
 GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures& now,
                   const BaselineSelection& selection,
-                  const std::function<double(double)>& look_level = {});
+                  const std::function<double(double)>& look_level = {},
+                  std::optional<double> estimate_level = std::nullopt);
 
 /// Baseline runs existed but all of another placement class: neither a pass
 /// nor "no baseline yet", but inconclusive (warn), saying why. True when so.

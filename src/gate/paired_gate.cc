@@ -234,7 +234,7 @@ void judge_pairs(const PairedContext& c, PairedState& s,
   }
   if (!key.empty()) s.p.cand.pair = s.p.base.pair = key;
   apply_screening(s.screening, kept_pairs(c.profile), s.p, screening_notes);
-  s.look = paired_look(s.p, s.m, c.profile, {s.plan.confidence, look_level(s.plan, s.taken)});
+  s.look = paired_look(s.p, s.m, c.profile, look_settings(s.plan, s.taken));
 }
 
 // The same after more pairs, or with the plan's levels changed: the first
@@ -305,7 +305,7 @@ void count_both_sides(const PairedContext& c, PairedState& s) {
   auto cost = measure_paired_cost(c.profile, c.base_profile, c.stop, c.measurer.counter);
   s.p.cand.cost = cost.candidate;
   s.p.base.cost = cost.baseline;
-  s.look = paired_look(s.p, s.m, c.profile, {s.plan.confidence, look_level(s.plan, s.taken)});
+  s.look = paired_look(s.p, s.m, c.profile, look_settings(s.plan, s.taken));
 }
 
 // The verdict and the notes a user reads first: what was paired, and how.

@@ -41,6 +41,12 @@ std::function<double(double)> look_level(const SequentialPlan& plan, int taken) 
   return [plan, taken](double level) { return plan.look_confidence(level, taken); };
 }
 
+DecisionSettings look_settings(const SequentialPlan& plan, int taken) {
+  DecisionSettings settings{plan.confidence, look_level(plan, taken)};
+  settings.estimate_level = plan.estimate_confidence(taken);
+  return settings;
+}
+
 Profile judging_profile(const Profile& profile, const SequentialPlan& plan) {
   Profile judging = profile;
   judging.baseline.confidence = plan.look_confidence(profile.baseline.confidence);
@@ -98,9 +104,12 @@ SequentialSummary sequential_summary(const SequentialPlan& plan, int taken, cons
   s.stopped = stopped;
   s.boundary = to_string(plan.spending);
   s.stop_look = plan.look_of(taken) + 1;
-  for (int k = 0; k < plan.looks(); ++k)
-    s.look_levels.push_back(plan.look_confidence(
-        plan.confidence, std::min(plan.max_count, plan.count + k * plan.batch)));
+  s.estimate_confidence = plan.estimate_confidence(taken).value_or(0);
+  for (int k = 0; k < plan.looks(); ++k) {
+    int at = std::min(plan.max_count, plan.count + k * plan.batch);
+    s.look_levels.push_back(plan.look_confidence(plan.confidence, at));
+    s.estimate_levels.push_back(plan.estimate_confidence(at).value_or(0));
+  }
   s.futility = futility;
   return s;
 }

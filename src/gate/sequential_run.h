@@ -26,6 +26,10 @@ std::optional<std::string> unextended_note(const Profile& profile);
 /// no extension, the level stands). For DecisionSettings::look_level.
 std::function<double(double)> look_level(const SequentialPlan& plan, int taken);
 
+/// How the look after `taken` judges: the plan's confidence, the look's level
+/// and its estimate level (SequentialPlan::estimate_confidence), for judge().
+DecisionSettings look_settings(const SequentialPlan& plan, int taken);
+
 /// The profile every look judges with: its confidence raised to the plan's look
 /// confidence. Judging only; the stored profile keeps the user's.
 Profile judging_profile(const Profile& profile, const SequentialPlan& plan);

@@ -43,20 +43,26 @@ json thresholds_json(const Thresholds& t) {
 // The noise test behind the change; null when there was nothing to test.
 json test_json(const std::optional<ChangeTest>& t) {
   if (!t) return nullptr;
-  return {{"ci_low_pct", number(t->ci_low_pct)},
-          {"ci_high_pct", number(t->ci_high_pct)},
-          {"p_value", number(t->p_value)},
-          {"significant", t->significant},
-          {"n_now", t->n_now},
-          {"n_baseline", t->n_base},
-          {"baseline_runs", t->baseline_runs},
-          {"method", t->method},
-          {"estimate_pct", number(t->estimate_pct)},
-          {"confidence_pct", number(t->confidence_pct)},
-          {"reaches_level", t->reaches_level},
-          {"unit", t->unit},
-          {"spread", t->spread.empty() ? json(nullptr) : json(t->spread)},
-          {"detectable_change_pct", number(t->detectable_pct)}};
+  json out = {{"ci_low_pct", number(t->ci_low_pct)},
+              {"ci_high_pct", number(t->ci_high_pct)},
+              {"p_value", number(t->p_value)},
+              {"significant", t->significant},
+              {"n_now", t->n_now},
+              {"n_baseline", t->n_base},
+              {"baseline_runs", t->baseline_runs},
+              {"method", t->method},
+              {"estimate_pct", number(t->estimate_pct)},
+              {"confidence_pct", number(t->confidence_pct)},
+              {"reaches_level", t->reaches_level},
+              {"unit", t->unit},
+              {"spread", t->spread.empty() ? json(nullptr) : json(t->spread)},
+              {"detectable_change_pct", number(t->detectable_pct)}};
+  // A sequential look's fail bound; absent at one look, which judges the estimate.
+  if (const auto& b = t->estimate_bound)
+    out["estimate_bound"] = {{"confidence_pct", number(b->confidence_pct)},
+                             {"ci_low_pct", number(b->ci_low_pct)},
+                             {"ci_high_pct", number(b->ci_high_pct)}};
+  return out;
 }
 
 json check_json(const MetricCheck& c) {
@@ -175,14 +181,22 @@ json shards_json(const std::vector<ShardSummary>& shards) {
 
 // How far a sequential run went and why it stopped.
 json sequential_json(const SequentialSummary& s) {
-  json levels = json::array();
+  json levels = json::array(), estimate_levels = json::array();
   for (double level : s.look_levels) levels.push_back(number(level));
-  return {{"unit", s.unit},           {"planned", s.planned},
-          {"max_count", s.max_count}, {"taken", s.taken},
-          {"looks", s.looks},         {"look_confidence_pct", number(s.look_confidence)},
-          {"stopped", s.stopped},     {"boundary", s.boundary},
-          {"stop_look", s.stop_look}, {"look_levels_pct", levels},
-          {"futility", s.futility}};
+  for (double level : s.estimate_levels) estimate_levels.push_back(number(level));
+  return {{"unit", s.unit},
+          {"planned", s.planned},
+          {"max_count", s.max_count},
+          {"taken", s.taken},
+          {"looks", s.looks},
+          {"look_confidence_pct", number(s.look_confidence)},
+          {"stopped", s.stopped},
+          {"boundary", s.boundary},
+          {"stop_look", s.stop_look},
+          {"look_levels_pct", levels},
+          {"futility", s.futility},
+          {"estimate_confidence_pct", number(s.estimate_confidence)},
+          {"estimate_levels_pct", estimate_levels}};
 }
 
 // A paired run's other side; null for a run judged against stored runs.

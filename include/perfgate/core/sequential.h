@@ -48,6 +48,11 @@ struct SequentialPlan {
   /// The level (%) the look after `taken` judges a metric at whose single-look
   /// level is `confidence_pct`: Bonferroni's, or the spending boundary's.
   double look_confidence(double confidence_pct, int taken) const;
+  /// The two-sided level (%) of the interval whose near end, at the look after
+  /// `taken`, a fail needs past the fail limit: the estimate's one-sided 50 %
+  /// spent over the looks as alpha is (estimate_boundary; Bonferroni: 50 % /
+  /// looks each). nullopt without extension: one look judges the estimate.
+  std::optional<double> estimate_confidence(int taken) const;
   /// Whether some look could fail at all at a single-look `confidence_pct`.
   bool can_ever_fail(double confidence_pct) const;
   /// How many to measure next after `taken`: at most batch, never past max_count.
@@ -55,7 +60,8 @@ struct SequentialPlan {
 };
 
 /// A gated check that has neither crossed into a fail (estimate past the fail
-/// limit, interval's near end past the warn limit) nor lies surely within its
+/// limit, or at a sequential look the near end of its interval at the look's
+/// estimate level; the interval's near end past the warn limit) nor lies surely within its
 /// fail limit (interval's far end within it), whose test cannot reach its
 /// level, or that is inconclusive: more data could still decide it. A fail
 /// crossing is decided even when its interval straddles the fail limit: the
@@ -88,8 +94,11 @@ inline constexpr double kFutilityPower = 0.10;
 /// spread read off the look's interval. Below kFutilityPower a fail is out of
 /// reach. nullopt when it cannot be told (no test, level out of reach, no fail
 /// limit, nothing left to measure).
+/// `final_estimate_pct` is the last look's estimate level (0: the estimate
+/// itself, SequentialPlan::estimate_confidence).
 std::optional<double> conditional_power(const MetricCheck& check, int taken,
-                                        const SequentialPlan& plan, double final_pct);
+                                        const SequentialPlan& plan, double final_pct,
+                                        double final_estimate_pct = 0);
 
 /// The chance, likewise, that `check` passes by the plan's last look (its
 /// interval's far end within the fail limit, the warn limit without one), if

@@ -45,6 +45,25 @@ struct BoundaryLook {
 const std::vector<BoundaryLook>& signed_rank_boundary(Spending shape, const std::vector<int>& ns,
                                                       double confidence_pct);
 
+/// The fail limit's own boundary (docs/statistics.md, "Sequential runs"): "the
+/// estimate is past F" is a one-sided test of "the change is past F" at 50 %
+/// (its bound at 50 % is the estimate itself), so a change exactly at F fails at
+/// most half the time at one look. Over several looks the estimate would get
+/// a chance at each; this spends the 50 % over the looks as alpha is spent,
+/// for the signed-rank test of the log-ratios shifted by ln(1 + F), whose law
+/// under "the change is F" is the same distribution-free one. Each look's
+/// `confidence_pct` is the two-sided level whose interval's near end must be
+/// past F (kLeastLevelPct where the look spends about half).
+const std::vector<BoundaryLook>& estimate_boundary(Spending shape, const std::vector<int>& ns);
+
+/// The one-sided chance a change exactly at the fail limit has to fail over
+/// all looks: the estimate's, at one look.
+inline constexpr double kEstimateAlpha = 0.5;
+
+/// The least level a table gives: an interval of (nearly) no width, its ends
+/// the Walsh averages beside the median.
+inline constexpr double kLeastLevelPct = 1e-6;
+
 /// Above this many values at the last look the table uses the normal limit of
 /// the statistic (Brownian motion in the information), as the test itself does
 /// from 50 pairs on.

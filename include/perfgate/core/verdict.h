@@ -83,6 +83,16 @@ struct ChangeTest {
   /// half the interval times stats::power_multiplier. nullopt when the level is
   /// out of reach: no change is detectable.
   std::optional<double> detectable_pct;
+  /// A sequential look: the interval at the look's estimate level, whose near
+  /// end (not the estimate) a fail needs past the fail limit, so that the
+  /// looks together fail a change at the limit at most half the time
+  /// (SequentialPlan::estimate_confidence). nullopt at one look.
+  struct EstimateBound {
+    double confidence_pct = 0;
+    double ci_low_pct = 0;
+    double ci_high_pct = 0;
+  };
+  std::optional<EstimateBound> estimate_bound;
   /// What n_now counts, for "about N more would decide": "pairs", "blocks" (of
   /// pairs, one launch each), "iterations", or "runs" when whole runs are the
   /// unit (the run-level t test).
@@ -147,6 +157,10 @@ struct DecisionSettings {
   /// Tested metrics judged outside judge() (the cost phase's counts,
   /// cost_check.h) that share the run's one false-fail budget.
   int extra_family = 0;
+  /// A sequential look: the two-sided level (%) whose interval's near end, not
+  /// the estimate, must be past the fail limit for a fail
+  /// (SequentialPlan::estimate_confidence). nullopt: one look, the estimate.
+  std::optional<double> estimate_level = std::nullopt;
 };
 
 /// The level each of `family` tested metrics is judged at so that the run as a
@@ -165,7 +179,8 @@ int min_pairs_to_reach(double confidence_pct);
 /// Judges `now` against `baseline` (nullptr when there is none) with the
 /// profile's limits. Relative limits need a baseline; absolute ones do not.
 /// In the regressing direction, with the estimate e and its interval lo..hi at
-/// the family's level: fail when e is past the fail limit and lo past the warn
+/// the family's level: fail when e (at a sequential look, the near end of its
+/// interval at the look's estimate level) is past the fail limit and lo past the warn
 /// limit (the change is surely bigger than tolerated); pass only when hi is
 /// within the fail limit (equivalence at the same level); warn when e is past
 /// warn, lo past zero and hi within the fail limit; anything else is

@@ -57,6 +57,10 @@ struct SequentialSummary {
   int stop_look = 1;                    // 1-based: the look that stopped the run
   std::vector<double> look_levels;      // % every planned look judges at, in order
   bool futility = false;                // stopped because a fail was out of reach
+  /// % of the interval whose near end the stopping look's fail needed past the
+  /// fail limit (SequentialPlan::estimate_confidence), and every look's.
+  double estimate_confidence = 0;
+  std::vector<double> estimate_levels;
 };
 
 /// Everything a reporter needs about one gated run. Reporters are pure
