@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include <sqlite3.h>
+
 #include "perfgate/store/baseline.h"
 #include "support/run_record_builder.h"
 #include "support/test_support.h"
@@ -78,10 +80,19 @@ TEST_F(NoiseFixture, AYoungWindowCarriesTheNoiseOfEveryEarlierRunOfTheProfileOnT
   EXPECT_EQ(noise.runs, 6);
   EXPECT_EQ(noise.days, 2);
 
-  // A full window judges with its own spread and carries no pool.
-  for (int i = 0; i < 3; ++i) store.record(run_of(11 + i, "ccc", 1000));
+  // A full window of five days judges with its own spread and carries no pool.
+  for (int i = 0; i < 4; ++i) store.record(run_of(11 + i, "ccc", 1000));
   auto full = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {5, 0, {}});
+  EXPECT_EQ(full.baseline->sample.run_days.at("throughput_rps"), 5);
   EXPECT_TRUE(full.baseline->sample.run_noise.empty());
+  // Of one day, it keeps the pool: its runs share that day's luck (issue 46).
+  ASSERT_EQ(sqlite3_exec(store.connection(),
+                         "UPDATE runs SET created_at = '2026-11-20T10:00:00Z'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  auto one_day = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {5, 0, {}});
+  EXPECT_EQ(one_day.baseline->sample.run_days.at("throughput_rps"), 1);
+  EXPECT_FALSE(one_day.baseline->sample.run_noise.empty());
 }
 
 // Issue 39, finding 4: main's runs of a commit that was also calibrated that

@@ -291,15 +291,22 @@ TEST(BaselineStore, NewestBaselinePicksNewestEligibleMatch) {
   query.host_key.clear();  // any host: the newest eligible anywhere
   EXPECT_EQ(*newest_baseline(store, query), on_other_host);
 
-  // A warned run (a change inside the warn band, or undecided) is no baseline
-  // until accepted (issue 39).
+  // A warned run that surely regressed is no baseline until accepted (issue 39).
   auto warned = make_run();
   warned.verdict = Verdict::kWarn;
+  warned.regressed = true;
   int64_t newest = store.record(warned);
   query.host_key = base.host.key();
   EXPECT_EQ(*newest_baseline(store, query), first);
   store.set_review(newest, {"accepted", "the new level is intended", "ci", "2026-01-01T00:00:00Z"});
   EXPECT_EQ(*newest_baseline(store, query), newest);
+  // One that was only undecided is (issue 46): it showed no regression.
+  auto undecided = make_run();
+  undecided.verdict = Verdict::kWarn;
+  int64_t latest = store.record(undecided);
+  EXPECT_EQ(*newest_baseline(store, query), latest);
+  EXPECT_TRUE(store.run(latest)->eligible_as_baseline());
+  EXPECT_FALSE(store.run(latest)->regressed);
 }
 
 TEST(BaselineStore, RunsAreNewestFirstWithoutIterations) {

@@ -188,8 +188,10 @@ TEST(PooledRunChange, TurnsAYoungWindowsWarnIntoAFail) {
 }
 
 // Issue 39, finding 5: a pool of one calibration job knows that day's launches
-// only, not how far another day's runs land. It does not judge a young window.
-TEST(PooledRunChange, APoolOfFewerThanThreeDaysDoesNotJudge) {
+// only, not how far another day's runs land. It does not judge a young window;
+// the stated prior does (issue 46): half the throughput fails, an unchanged run
+// cannot be held to 3 / 5 % by it and is inconclusive, saying what would decide.
+TEST(PooledRunChange, APoolOfFewerThanThreeDaysLeavesTheJudgingToThePrior) {
   BaselineSample base;
   base.pooled = figures({990, 1000, 1010});
   base.run_figures["throughput_rps"] = {1000};
@@ -197,16 +199,19 @@ TEST(PooledRunChange, APoolOfFewerThanThreeDaysDoesNotJudge) {
   base.run_noise["throughput_rps"] = pooled_run_noise(one_day);
   ThresholdSet limits;
   limits["throughput_rps"] = {3.0, 5.0, std::nullopt, std::nullopt};
-  for (double rps : {700.0, 1000.0}) {
-    auto j = judge(figures({rps, rps, rps}), &base, limits, {});
-    EXPECT_EQ(j.verdict, Verdict::kWarn);
-    ASSERT_TRUE(j.checks[0].inconclusive);
-    EXPECT_NE(j.checks[0].message.find("no run-level test: 1 baseline run and a noise pool of "
-                                       "runs of 1 day (3 needed)"),
-              std::string::npos)
-        << j.checks[0].message;
-    EXPECT_NE(j.checks[0].message.find("`perfgate calibrate` on 3 days"), std::string::npos);
-  }
+  auto halved = judge(figures({500, 500, 500}), &base, limits, {});
+  EXPECT_EQ(halved.verdict, Verdict::kFail) << halved.checks[0].message;
+  EXPECT_EQ(halved.checks[0].test->spread, "prior");
+  auto same = judge(figures({1000, 1000, 1000}), &base, limits, {});
+  EXPECT_EQ(same.verdict, Verdict::kWarn);
+  ASSERT_TRUE(same.checks[0].inconclusive);
+  EXPECT_EQ(same.checks[0].test->method.find(
+                "run-level t (1 runs, the stated prior of 2-core runners, 8.0 % a run, 12 df)"),
+            0u)
+      << same.checks[0].test->method;
+  EXPECT_NE(same.checks[0].message.find("`perfgate calibrate` on 3 days replaces it"),
+            std::string::npos)
+      << same.checks[0].message;
 }
 
 }  // namespace

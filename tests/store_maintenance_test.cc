@@ -69,7 +69,7 @@ TEST(StoreMaintenance, CheckFindsBrokenInvariants) {
            "profile_json, commit_sha, branch, baseline_branch, pipeline_id, ci_provider, "
            "host_key, host_json, engine, threads, connections, verdict, saturated, "
            "saturation_json, status, eligible, kind, review, review_reason, review_by, review_at, "
-           "pair, profile_ref, host_ref, cost_json FROM runs WHERE id = 4");
+           "pair, profile_ref, host_ref, cost_json, regressed FROM runs WHERE id = 4");
   auto problems = check_store(store);
   ASSERT_EQ(problems.size(), 5u) << ::testing::PrintToString(problems);
   EXPECT_NE(problems[0].find("run 2 iteration 1: histogram holds 50 values for 7"),

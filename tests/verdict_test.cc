@@ -176,7 +176,7 @@ TEST(VerdictTest, RunToRunNoiseOfThreeOrMoreBaselineRunsCounts) {
 }
 
 TEST(VerdictTest, HigherConfidenceNeedsStrongerEvidence) {
-  auto base = baseline(1000, 10, 0, 3, 0.005);
+  auto base = baseline(1000, 10, 0, 5, 0.015);
   auto now = figures(900, 10);
   auto c95 = check(judge(now, &base, limits(), {}, {95}), "throughput_rps");
   auto c999 = check(judge(now, &base, limits(), {}, {99.9}), "throughput_rps");
@@ -632,7 +632,8 @@ namespace {
 // one iteration against baseline runs of one iteration each, alike, gives an
 // interval of no width, which claims no detectable change of any size.
 TEST(VerdictTest, AnIntervalOfNoWidthClaimsNoDetectableChange) {
-  auto base = baseline(1000, 10, 0, 3, 0.0);
+  // Five runs of five days: their own spread (none), not a young store's prior.
+  auto base = baseline(1000, 10, 0, 5, 0.0);
   auto j = judge(figures(990, 10, 0, 0.005, 1), &base, limits(), {});
   const auto& c = check(j, "throughput_rps");
   ASSERT_TRUE(c.test);

@@ -123,7 +123,9 @@ Spread choose_spread(std::span<const double> runs, std::span<const RunNoise> noi
   double own_df = static_cast<double>(runs.size()) - 1, mean = 0, ss = 0;
   for (double v : runs) mean += std::log(v) / static_cast<double>(runs.size());
   for (double v : runs) ss += (std::log(v) - mean) * (std::log(v) - mean);
-  double own_var = ss / own_df;
+  // Runs alike to a part in a million are alike: their rounding is no spread an
+  // F test should hold against a pool that never varied.
+  double own_var = ss / own_df < 1e-12 ? 0 : ss / own_df;
   if (noises.empty()) return {std::sqrt(own_var), own_df, "", "window"};
   double p = 1;
   for (const auto& noise : noises) {

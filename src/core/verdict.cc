@@ -148,9 +148,10 @@ std::string change_text(const MetricCheck& c, double confidence) {
 }
 
 // The figures of the window's period's runs that are no baseline, within the
-// fail limit of the level (log figures' mean): they count toward the spread.
+// warn limit of the level (log figures' mean): they count toward the spread.
 // Farther, a run is another level, not noise (a regression that persists must
-// keep failing, not widen its own interval).
+// keep failing, not widen its own interval); a run that regressed on another
+// metric lends this one its figure.
 std::vector<double> spread_runs(const BaselineSample& base, const std::string& key,
                                 const std::vector<double>& runs, std::optional<double> limit_pct) {
   auto extra = base.spread_figures.find(key);
@@ -508,7 +509,7 @@ MetricCheck measure_metric(const MetricDef& def, const RunFigures& now,
     auto values = now.values.find(def.key);
     if (c.change_pct && values != now.values.end())
       c.test = test_change(values->second, *baseline, c.metric, c.value, confidence,
-                           c.thresholds.fail_pct ? c.thresholds.fail_pct : c.thresholds.warn_pct);
+                           c.thresholds.warn_pct ? c.thresholds.warn_pct : c.thresholds.fail_pct);
     // One estimate: the limits judge the change whose interval is reported.
     if (c.test) c.change_pct = c.test->estimate_pct;
     if (c.test && estimate_level) {
@@ -690,16 +691,9 @@ double family_confidence(double confidence_pct, int family) {
 }
 
 bool shows_regression(const MetricCheck& c) {
-  if (c.verdict == Verdict::kFail) return true;
-  if (c.verdict != Verdict::kWarn) return false;
-  const MetricDef* def = find_metric(c.metric);
-  auto limits = limits_of(c.thresholds);
-  bool relative = def && limits && c.test && c.change_pct;
-  if (!relative) return !c.inconclusive;  // a drift, an error rate or a count past its limit
-  if (!c.test->reaches_level) return false;
-  bool higher = def->better == Better::kHigher;
-  double least = higher ? -c.test->ci_high_pct : c.test->ci_low_pct;
-  return least > c.thresholds.warn_pct.value_or(limits->pass);
+  // An undecided warn is no regression: leaving such runs out kept only the runs
+  // that landed near the window, too narrow a window (issue 46).
+  return c.verdict == Verdict::kFail || (c.verdict == Verdict::kWarn && !c.inconclusive);
 }
 
 bool shows_regression(const std::vector<MetricCheck>& checks) {

@@ -148,7 +148,7 @@ std::vector<RunRecord> failed_replicates(const std::vector<RunRecord>& history,
 }
 
 // The runs of the window's period on the baseline branch that are no baseline
-// (they surely regressed, by their judgement: RunRecord::regressed), not in the
+// (they regressed, by their judgement: RunRecord::regressed), not in the
 // window: they count toward its spread, not its level (issue 46). Leaving them
 // out would keep only the runs that landed near the window, too narrow a spread.
 std::vector<RunRecord> period_others(const std::vector<RunRecord>& history,

@@ -76,9 +76,9 @@ ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_
 /// when every one is narrower than the window shows, or none is given, the
 /// window's own spread decides. The level is the baseline runs' mean; the
 /// window's own spread is that of the baseline runs and `spread_runs` together:
-/// runs of the window's period that are no baseline (they surely regressed) yet
-/// lie within the fail limit, so that leaving them out of the level does not
-/// narrow the spread (issue 46). `days`: the distinct days of the baseline runs
+/// runs of the window's period that are no baseline (they regressed) yet lie
+/// within the warn limit, so that leaving them out of the level does not narrow
+/// the spread (issue 46). `days`: the distinct days of the baseline runs
 /// (0: one each); runs sharing a day share its luck, so their mean varies by up to
 /// V / days, not V / k, and the interval is sqrt(1 + 1 / days) wide (conservative).
 ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_runs,

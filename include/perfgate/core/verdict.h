@@ -47,9 +47,9 @@ struct BaselineSample {
   /// day; issue 46).
   std::map<std::string, int, std::less<>> run_days;
   /// Metric -> figures of the window's period's runs that are no baseline (they
-  /// surely regressed, on this metric or another): those within the metric's
-  /// fail limit of the level count toward the window's spread, not its level, so
-  /// that a window of the runs that landed near it is not too narrow (issue 46).
+  /// regressed, on this metric or another): those within the metric's warn
+  /// limit of the level count toward the window's spread, not its level, so that
+  /// leaving them out does not narrow it (issue 46).
   std::map<std::string, std::vector<double>, std::less<>> spread_figures;
   /// Paired mode: pooled's iterations ran side by side with the judged run's, the
   /// i-th beside the i-th, so the test is on their ratios (signed-rank).
@@ -137,13 +137,11 @@ struct Judgement {
   int family = 0;  // statistically tested metrics sharing the budget
 };
 
-/// Whether `check` surely saw its metric get worse than tolerated: a fail; a
-/// relative check whose interval lies wholly past the warn limit (warned or
-/// undecided: surely past the tolerance, its size against the fail limit
-/// open); or another warn that is not undecided (a drift, an error rate or a
-/// count past its limit). Such a run is no baseline until accepted; any other
-/// run is, a change inside the warn band too (issue 46: leaving out every run
-/// that landed far from the window biased its level and spread).
+/// Whether `check` saw its metric get worse, decided: a fail, or a warn that is
+/// not undecided (a change surely inside the warn band, a drift, an error rate or
+/// a count past its limit). Such a run is no baseline until accepted; any other
+/// run is, an undecided one too (issue 46: otherwise a young store's window never
+/// grew past its first run, and a window kept only the runs that landed near it).
 bool shows_regression(const MetricCheck& check);
 /// Any of `checks` shows a regression.
 bool shows_regression(const std::vector<MetricCheck>& checks);

@@ -52,16 +52,16 @@ struct RunRecord {
   /// The host sampler's series as one JSON document; empty when none.
   std::string host_samples_json;
 
-  /// Its judgement surely saw a regression (shows_regression(), verdict.h): a
-  /// fail, a change surely past a warn limit, a drift. A run that was only
-  /// undecided, or warned inside the noise, did not.
+  /// Its judgement saw a regression, decided (shows_regression(), verdict.h): a
+  /// fail, a change surely inside the warn band, a drift. A run that was only
+  /// undecided did not.
   bool regressed = false;
   /// May later runs be judged against this one? A complete gate run, not
   /// saturated, not rejected, that showed no regression (it passed, or warned
-  /// without a sure change: undecided), unless accepted: a run that failed, or
-  /// surely changed past a warn limit, must not become the new normal unless
-  /// someone says it is (`perfgate accept`). Undecided runs are eligible, or a
-  /// young store would keep its first run as its only baseline (issue 46).
+  /// only as undecided), unless accepted: a run that failed, or surely changed
+  /// inside the warn band, must not become the new normal unless someone says it
+  /// is (`perfgate accept`). Undecided runs are eligible, or a young store would
+  /// keep its first run as its only baseline (issue 46).
   bool eligible_as_baseline() const;
 };
 
