@@ -69,16 +69,16 @@ TEST_F(HistoryCliTest, HistoryListsRunsNewestFirstAsTableAndJson) {
   {
     DemoServerProcess steady(kSteady);
     ASSERT_EQ(run(steady.port()).exit_code, 0);
-    // Against one run and no noise pool: inconclusive (issue 39), no baseline.
-    ASSERT_EQ(run(steady.port(), {"--commit", "c0ffee1234"}).exit_code, 2);
+    // Against one run, judged with the stated prior (issue 46): a pass, and a baseline.
+    ASSERT_EQ(run(steady.port(), {"--commit", "c0ffee1234"}).exit_code, 0);
   }
   auto runs = history_json();
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0]["run_id"], 2);
   EXPECT_EQ(runs[1]["run_id"], 1);
   EXPECT_EQ(runs[0]["commit"], "c0ffee1234");
-  EXPECT_EQ(runs[0]["verdict"], "warn");
-  EXPECT_FALSE(runs[0]["baseline_eligible"].get<bool>());
+  EXPECT_EQ(runs[0]["verdict"], "pass");
+  EXPECT_TRUE(runs[0]["baseline_eligible"].get<bool>());
   EXPECT_EQ(runs[1]["verdict"], "pass");
   EXPECT_TRUE(runs[1]["baseline_eligible"].get<bool>());
   EXPECT_GT(runs[0]["metrics"]["throughput_rps"].get<double>(), 0);
