@@ -101,8 +101,8 @@ done
 [ -f "$gh/state/cache/$key-main-1-1/file" ] || fail "pass: the store was not saved as $key-main-1-1"
 
 # A run again (attempt 2) of a service three times slower: throughput warns
-# (as inconclusive: one baseline run and no noise pool give no run-level test,
-# docs/statistics.md "A young store"; a warn all the same, exit 2).
+# (its only limit is a warn limit; the stated prior judges the one baseline run,
+# docs/statistics.md "The stated prior", and -66 % is surely past it: exit 2).
 new_workspace
 run warn --run-id 2 --run-attempt 2 --input profile=harness.json --input service-command="$(demo 6ms)"
 expect warn outputs '^verdict=warn$'
