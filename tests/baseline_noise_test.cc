@@ -86,8 +86,7 @@ TEST_F(NoiseFixture, AYoungWindowCarriesTheNoiseOfEveryEarlierRunOfTheProfileOnT
   EXPECT_EQ(full.baseline->sample.run_days.at("throughput_rps"), 5);
   EXPECT_TRUE(full.baseline->sample.run_noise.empty());
   // Of one day, it keeps the pool: its runs share that day's luck (issue 46).
-  ASSERT_EQ(sqlite3_exec(store.connection(),
-                         "UPDATE runs SET created_at = '2026-11-20T10:00:00Z'",
+  ASSERT_EQ(sqlite3_exec(store.connection(), "UPDATE runs SET created_at = '2026-11-20T10:00:00Z'",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   auto one_day = select_baseline(store, query_for(synthetic_run(1, 1000, 2)), {5, 0, {}});

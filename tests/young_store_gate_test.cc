@@ -83,8 +83,7 @@ TEST_F(YoungStoreTest, AFreshStoreDecidesFromItsSecondRunAndItsWindowGrows) {
     EXPECT_EQ(gate(1000, "main" + std::to_string(run), "main"), ExitStatus::kWarn);
     EXPECT_TRUE(throughput()["inconclusive"].get<bool>());
     auto message = throughput()["message"].get<std::string>();
-    EXPECT_NE(message.find("judged with the stated prior of run-to-run noise"),
-              std::string::npos)
+    EXPECT_NE(message.find("judged with the stated prior of run-to-run noise"), std::string::npos)
         << message;
     EXPECT_NE(result()["notes"].dump().find("the stated prior of run-to-run noise judged "
                                             "throughput_rps"),

@@ -152,8 +152,8 @@ double worse_by(const std::string& metric, double figure, double regression) {
 // `window` runs (of `days` days), each metric's whole runs scattering by
 // `scatter` times its prior (log SD), the judged run `regression` times its
 // fail limit worse on every metric. No pool: the prior judges.
-std::map<std::string, double> demo_fails(int window, int days, double scatter,
-                                         double regression, int trials, uint64_t seed) {
+std::map<std::string, double> demo_fails(int window, int days, double scatter, double regression,
+                                         int trials, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> z;
   auto limits = demo_limits();
@@ -231,8 +231,9 @@ TEST(YoungStoreSimulation, AMetricWithoutAPriorHasNoTestOfOneOrTwoRuns) {
 // A store's life: three calibration days of five runs (the pool), then main's
 // runs, `per_day` a day, each judged against the last five eligible runs (the
 // real eligibility rule: RunRecord::eligible_as_baseline with the run's
-// shows_regression), the period's runs that are no baseline in its spread. After `history` main runs, an unchanged run and one that lost exactly
-// the warn limit, each on a new day, are judged against that window.
+// shows_regression), the period's runs that are no baseline in its spread. After `history` main
+// runs, an unchanged run and one that lost exactly the warn limit, each on a new day, are judged
+// against that window.
 struct History {
   double day_sd = 0.02;
   double run_sd = 0.02;
@@ -250,8 +251,7 @@ struct MainRun {
 // that are no baseline) in its spread; `out` gets the check. Returns whether the
 // store would keep the run as a baseline.
 bool judged(const std::deque<MainRun>& window, const std::vector<MainRun>& others,
-            const RunNoise& pool, double value, const ThresholdSet& t,
-            MetricCheck* out = nullptr) {
+            const RunNoise& pool, double value, const ThresholdSet& t, MetricCheck* out = nullptr) {
   BaselineSample base;
   auto& runs = base.run_figures["throughput_rps"];
   std::set<int> days;
@@ -260,7 +260,8 @@ bool judged(const std::deque<MainRun>& window, const std::vector<MainRun>& other
     days.insert(run.day);
   }
   for (const auto& run : others)
-    if (run.index > window.back().index) base.spread_figures["throughput_rps"].push_back(run.figure);
+    if (run.index > window.back().index)
+      base.spread_figures["throughput_rps"].push_back(run.figure);
   base.pooled.values["throughput_rps"] = runs;
   base.pooled.summary["throughput_rps"] = runs.front();
   base.run_days["throughput_rps"] = static_cast<int>(days.size());
@@ -340,10 +341,10 @@ TEST(YoungStoreSimulation, TheWindowAsSelectBaselineDrawsItHoldsTheLevel) {
                      ", " + std::to_string(per_day) + " a day");
         auto rates = simulate_life(h, 2000, ++seed);
         // The table in docs/statistics.md, "A run is a baseline unless it regressed".
-        std::printf("[ young store ] day sd %.0f%%, run sd %.0f%%, %d a day: type-I %5.1f%%, a loss "
-                    "at the warn limit fails %5.1f%%\n",
-                    day_sd * 100, run_sd * 100, per_day, rates.type_one * 100,
-                    rates.fail_at_warn * 100);
+        std::printf(
+            "[ young store ] day sd %.0f%%, run sd %.0f%%, %d a day: type-I %5.1f%%, a loss "
+            "at the warn limit fails %5.1f%%\n",
+            day_sd * 100, run_sd * 100, per_day, rates.type_one * 100, rates.fail_at_warn * 100);
         EXPECT_LE(rates.type_one, 0.055 + 0.012);
         EXPECT_LE(rates.fail_at_warn, 0.025 + 0.01);
       }

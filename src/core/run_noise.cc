@@ -96,8 +96,8 @@ std::string noise_text(const RunNoise& noise) {
     return std::string("the stated prior of 2-core runners, ") + sd + " a run, " +
            df_text(noise.df) + " df";
   return "noise pooled over " + std::to_string(noise.runs) + " runs of " +
-         std::to_string(noise.days) + (noise.days == 1 ? " day, " : " days, ") +
-         df_text(noise.df) + " df";
+         std::to_string(noise.days) + (noise.days == 1 ? " day, " : " days, ") + df_text(noise.df) +
+         " df";
 }
 
 std::string source(const RunNoise& noise) {
@@ -222,9 +222,15 @@ ChangeEstimate estimate_run_change(double now, std::span<const double> baseline_
   if (!spread_runs.empty())
     runs += ", " + std::to_string(spread_runs.size()) + " more in the spread";
   if (!spread.how.empty()) runs += ", " + spread.how;
-  return {pct(d),         pct(d - half), pct(d + half), p, 1, static_cast<int>(k),
+  return {pct(d),
+          pct(d - half),
+          pct(d + half),
+          p,
+          1,
+          static_cast<int>(k),
           "run-level t (" + runs + ")",
-          true,           df,
+          true,
+          df,
           spread.from};
 }
 

@@ -188,7 +188,8 @@ std::optional<ChangeEstimate> run_level_change(const BaselineSample& base, const
       noise->second.df > k - 1)
     noises.push_back(noise->second);
   if (auto prior = run_noise_prior(key)) noises.push_back(*prior);
-  auto scattered = positive ? spread_runs(base, key, runs->second, limit_pct) : std::vector<double>{};
+  auto scattered =
+      positive ? spread_runs(base, key, runs->second, limit_pct) : std::vector<double>{};
   bool young = k < kPooledNoiseBelowRuns || days < kPooledNoiseBelowRuns;
   if (!young) noises.clear();
   if (positive && (!noises.empty() || k + scattered.size() >= 3))
@@ -348,11 +349,13 @@ std::string why_inconclusive(const ChangeTest& t, const Limits& l) {
   std::string text = "it would fail only a change of " + size + "% (" + compact(kDetectionPower) +
                      "% power at " + level + ")";
   if (t.unit == "runs" && t.spread == "prior")
-    return text + ": judged with the stated prior of run-to-run noise (this store has no noise "
-                  "pool of " + std::to_string(kPoolMinDays) +
+    return text +
+           ": judged with the stated prior of run-to-run noise (this store has no noise "
+           "pool of " +
+           std::to_string(kPoolMinDays) +
            " days yet); the next runs narrow it as they join the baseline, `perfgate "
-           "calibrate` on " + std::to_string(kPoolMinDays) +
-           " days replaces it, and paired mode decides now";
+           "calibrate` on " +
+           std::to_string(kPoolMinDays) + " days replaces it, and paired mode decides now";
   if (t.unit == "runs")
     return text + ": the run-to-run noise is too large for this limit with " +
            std::to_string(t.baseline_runs) +
@@ -619,11 +622,11 @@ void note_prior(Judgement& j) {
     if (c.gated && c.test && c.test->spread == "prior")
       metrics += (metrics.empty() ? "" : ", ") + c.metric;
   if (metrics.empty()) return;
-  j.notes.push_back(
-      "the stated prior of run-to-run noise judged " + metrics + ": this store has no noise pool of " +
-      std::to_string(kPoolMinDays) +
-      " days yet; the baseline's own runs refine it, and `perfgate calibrate` on " +
-      std::to_string(kPoolMinDays) + " days replaces it (docs/statistics.md, \"The stated prior\")");
+  j.notes.push_back("the stated prior of run-to-run noise judged " + metrics +
+                    ": this store has no noise pool of " + std::to_string(kPoolMinDays) +
+                    " days yet; the baseline's own runs refine it, and `perfgate calibrate` on " +
+                    std::to_string(kPoolMinDays) +
+                    " days replaces it (docs/statistics.md, \"The stated prior\")");
 }
 
 }  // namespace

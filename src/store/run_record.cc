@@ -289,8 +289,8 @@ RunRecord run_from(const json& j) {
   run.verdict = verdict_from(text_at(j, "verdict", ""));
   // Exports before issue 46 do not say: their warns and fails count as
   // regressions, as the store's migration counts them.
-  run.regressed = j.contains("regressed") ? bool_at(j, "regressed", "")
-                                          : run.verdict != Verdict::kPass;
+  run.regressed =
+      j.contains("regressed") ? bool_at(j, "regressed", "") : run.verdict != Verdict::kPass;
   const auto& saturation = field(j, "saturation", "");
   run.saturation.saturated = bool_at(saturation, "saturated", "saturation");
   run.saturation.reasons = texts_at(saturation, "reasons", "saturation", kReasonText);

@@ -87,9 +87,8 @@ TEST_F(YoungStoreCliTest, ANewStoreFailsTwiceTheWorkOnItsFirstDay) {
   auto json = dir_ / "result.json";
   DemoServerProcess slower{{"--delay", "10ms", "--delay-every", "1"}};
   auto r = testing::run_command(
-      {testing::perfgate_binary(), "run", profile_.string(), "--store", store_.string(),
-       "--commit", "slow", "--branch", "feature", "--baseline-branch", "main", "--json",
-       json.string()},
+      {testing::perfgate_binary(), "run", profile_.string(), "--store", store_.string(), "--commit",
+       "slow", "--branch", "feature", "--baseline-branch", "main", "--json", json.string()},
       {{"TARGET_PORT", std::to_string(slower.port())}});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto result = nlohmann::json::parse(testing::read_file(json));
@@ -98,8 +97,7 @@ TEST_F(YoungStoreCliTest, ANewStoreFailsTwiceTheWorkOnItsFirstDay) {
   auto metric = result["metrics"]["throughput_rps"];
   EXPECT_EQ(metric["verdict"], "fail") << metric.dump();
   EXPECT_EQ(metric["test"]["spread"], "prior") << metric.dump();
-  EXPECT_NE(metric["test"]["method"].get<std::string>().find("5 runs of 1 day,"),
-            std::string::npos)
+  EXPECT_NE(metric["test"]["method"].get<std::string>().find("5 runs of 1 day,"), std::string::npos)
       << metric.dump();
 }
 
