@@ -1,6 +1,8 @@
 #include "perfgate/store/baseline_store.h"
 
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -483,6 +485,23 @@ TEST(BaselineStore, TwoHandlesSeeEachOthersRuns) {
   auto reader = BaselineStore::open(path, BaselineStore::Mode::kReadOnly);
   writer.record(make_run());
   EXPECT_EQ(reader.run_count(), 1);
+}
+
+// Issue 46: an export keeps whether the run regressed; an export from before it
+// does not say, and its warns and fails count as regressions, as the
+// store's migration counts them.
+TEST(BaselineStoreEligibility, AnExportKeepsTheRegressionAndOldOnesCountWarnsAsOne) {
+  auto run = make_run();
+  run.verdict = Verdict::kWarn;
+  auto line = to_json_line(run);
+  EXPECT_FALSE(run_from_json_line(line).regressed);
+  EXPECT_TRUE(run_from_json_line(line).eligible_as_baseline());
+  auto old = nlohmann::json::parse(line);
+  old.erase("regressed");
+  EXPECT_TRUE(run_from_json_line(old.dump()).regressed);
+  EXPECT_FALSE(run_from_json_line(old.dump()).eligible_as_baseline());
+  old["verdict"] = "pass";
+  EXPECT_FALSE(run_from_json_line(old.dump()).regressed);
 }
 
 TEST(BaselineStoreEligibility, OnlyCompleteUnsaturatedRunsWithoutARegressionOrAccepted) {
