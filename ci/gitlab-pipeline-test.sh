@@ -4,7 +4,7 @@
 # with the perfgate under test on PATH and perfgate's demo server as the
 # project's service:
 #   - a default-branch pipeline records the store; a merge request whose
-#     service is ~10 % slower fails on throughput against it (stored mode), so does
+#     service is a third slower fails on throughput against it (stored mode), so does
 #     one into release/1 (judged against the default branch), one with an
 #     unchanged service does not fail;
 #   - the paired merge request recipe (the template's default) gives the same
@@ -142,13 +142,23 @@ git push -q origin main
 git remote set-head origin main
 
 # An MR branch whose service is about 10 % slower (22 ms a request against 20 ms:
-# throughput -9 %, past the 5 % fail limit of this project's profiles), and one whose service is
-# unchanged. A service that waits, not one that computes: its speed does not
-# depend on what else this shared CI machine is doing.
+# throughput -9 %, past the 5 % fail limit of this project's profiles), one a
+# third slower (30 ms: -33 %), and one whose service is unchanged. A service that
+# waits, not one that computes: its speed does not depend on what else this
+# shared CI machine is doing. Paired mode decides the 10 %; the young store
+# (three gate runs of three days) is judged on the noise of whole runs, and on a
+# shared runner its days scatter more than a calibration's runs of one day, so
+# its pool gives way to the stated prior, under which -9 % is inconclusive
+# (docs/statistics.md, "The stated prior"): stored mode gets the plain loss.
 git checkout -q -b slower
 echo 22ms > service-delay
 git commit -qam "a service 10 % slower"
 git push -q origin slower
+git checkout -q main
+git checkout -q -b much-slower
+echo 30ms > service-delay
+git commit -qam "a service a third slower"
+git push -q origin much-slower
 git checkout -q main
 git checkout -q -b unchanged
 echo "unrelated" > README
@@ -231,7 +241,7 @@ for day in 2 3; do
   grep -q 'calibration: 5 A/A runs' "$work/default branch, day $day.log" ||
     fail "default branch, day $day: the young store was not calibrated"
 done
-git checkout -q slower
+git checkout -q much-slower
 expect_pipeline "MR, slower service, stored" failed fail mr --variable PERFGATE_MODE=stored perfgate
 grep -q 'throughput' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no throughput testcase"
 grep -q '<failure' "$(artifact perfgate)/perfgate-out/junit.xml" || fail "no JUnit failure"
@@ -283,7 +293,7 @@ grep -q 'perfgate: paired mode' "$work/branch with an open MR, slower service.lo
 # point main's own slowdown would fail the merge request.
 git checkout -q main
 fork=$(git rev-parse HEAD)
-echo 22ms > service-delay
+echo 30ms > service-delay
 git commit -qam "main's own slowdown"
 git push -q origin main
 target_head=$(git rev-parse HEAD)
@@ -298,7 +308,7 @@ for event in merged_result merge_train; do
     fail "$event: the baseline was not the target branch's head $target_head"
 done
 
-# An intended regression on main (its 22 ms service, pushed above): the default
+# An intended regression on main (its 30 ms service, pushed above): the default
 # branch fails against its 20 ms runs; the manual perfgate-accept job accepts that
 # run in the same cache, and main's next pipeline passes against it.
 git checkout -q main

@@ -11,8 +11,25 @@ cd "$(dirname "$0")/.."
 bash ci/install-deps.sh --test
 jobs=$(nproc)
 # Each stage's start, in seconds since this script began: CI's limit is the
-# whole run's time, and this shows where it goes.
-stage() { echo "== $* (at ${SECONDS}s)"; }
+# whole run's time, and this shows where it goes. The table of every stage's
+# minutes is printed again at the end, pass or fail, where a log's tail shows it.
+stages=()
+stage() {
+  stages+=("$SECONDS $*")
+  echo "== $* (at ${SECONDS}s)"
+}
+minutes() {
+  local i start next name
+  echo "== stages (minutes), $([ "${1:-1}" = 0 ] && echo passed || echo "failed, exit $1"):"
+  for i in "${!stages[@]}"; do
+    start=${stages[$i]%% *} name=${stages[$i]#* }
+    next=${stages[$((i + 1))]:-$SECONDS}
+    next=${next%% *}
+    awk -v s="$start" -v e="$next" -v n="$name" 'BEGIN { printf "%6.1f  %s\n", (e - s) / 60, n }'
+  done
+  echo "total $((SECONDS / 60)) min $((SECONDS % 60)) s"
+}
+trap 'minutes $?' EXIT
 
 stage "build the product (-Werror, -O2)"
 # What the .deb ships (the last stage packages these objects): -O2 and its
