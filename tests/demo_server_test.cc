@@ -350,5 +350,29 @@ TEST(DemoServerSingleThread, ServesEveryConnectionFromOneThread) {
   EXPECT_EQ(threads_of_this_process(), before + 1);
 }
 
+// fork_per_request: each connection is answered by a child of its own, once,
+// with "Connection: close", as Python's ForkingHTTPServer answers (the cost
+// phase's children). Not in the TSan stage's filter: a fork of a threaded
+// process is no race to find there.
+TEST(ForkingDemoServer, AnswersOneRequestPerConnectionFromAChildAndCloses) {
+  size_t before = threads_of_this_process();
+  DemoServerOptions options;
+  options.fork_per_request = true;
+  DemoServer server(options);
+  for (int i = 0; i < 3; ++i) {
+    RawClient client(server.port());
+    ASSERT_TRUE(client.connected());
+    ASSERT_TRUE(client.send(get("/") + get("/")));  // a second request is not answered
+    auto first = client.read_response();
+    EXPECT_EQ(first.status, 200);
+    EXPECT_EQ(first.body, "Hello, world\n");
+    EXPECT_NE(first.head.find("Connection: close"), std::string::npos) << first.head;
+    EXPECT_EQ(client.read_response().status, 0) << "the connection stayed open";
+  }
+  // No thread per connection: the acceptor is the one.
+  EXPECT_EQ(threads_of_this_process(), before + 1);
+  server.stop();
+}
+
 }  // namespace
 }  // namespace perfgate

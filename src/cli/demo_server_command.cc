@@ -128,6 +128,10 @@ void register_demo_server_command(CommandSet& commands) {
   demo->add_flag("--single-thread", args->options.single_thread,
                  "Serve every connection from one event-loop thread (a service with one busy "
                  "thread, e.g. Node.js or Redis) instead of a thread per connection");
+  demo->add_flag("--fork", args->options.fork_per_request,
+                 "Serve each request from a process forked for it, which answers and exits (as "
+                 "Python's ForkingHTTPServer): work done in short-lived children")
+      ->excludes("--single-thread");
   demo->add_option("--burn-while-busy", args->burn_threads,
                    "Testing aid: N threads of a separate process, outside this server's process "
                    "tree, burn CPU while it serves requests (and 20 ms after), so that a load "

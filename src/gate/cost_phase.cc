@@ -108,12 +108,18 @@ MetricSet count_launch(const Profile& profile, const std::atomic<bool>& stop) {
   RequestSequence requests(profile, cost.connections, cost.timeout);
   if (cost.warmup_requests > 0) log_failures(requests.send(cost.warmup_requests, stop), "warm-up");
   session.monitor("zero", cost.timeout);
+  auto mark = session.mark();
   auto counted = requests.send(cost.requests, stop);
-  session.monitor("dump perfgate", cost.timeout);
+  auto dumps = session.dump_since(
+      mark, [&service] { return service.processes(); }, cost.timeout);
   log_failures(counted, "counted");
-  auto totals = session.last_dump();
+  if (dumps.ended > 0)
+    spdlog::info(
+        "cost phase: {} processes counted, {} of them children that exited during the count "
+        "(each dumped before it forked: none counts twice)",
+        dumps.processes, dumps.ended);
   service.stop();
-  return per_request_costs(totals, counted.answered);
+  return per_request_costs(dumps.totals, counted.answered);
 }
 
 // One launch with the PMU: no Valgrind, the counter opened before the exec

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "perfgate/core/bounded_read.h"
 #include "perfgate/core/error.h"
@@ -29,21 +30,56 @@ pid_t fifo_pid(const std::string& name) {
   return static_cast<pid_t>(std::atol(digits.c_str()));
 }
 
-// The newest part ("callgrind.out.PID.N", highest N) of one process's dumps.
-fs::path newest_part(const fs::path& dir, pid_t pid) {
-  std::string stem = "callgrind.out." + std::to_string(pid) + ".";
-  fs::path best;
-  long best_part = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind(stem, 0) != 0) continue;
-    long part = std::atol(name.c_str() + stem.size());
-    if (part > best_part) best_part = part, best = entry.path();
-  }
-  return best;
+// "callgrind.out.1234" -> {1234, final}, "callgrind.out.1234.5" -> {1234, a part};
+// pid 0 for any other name.
+struct DumpName {
+  pid_t pid = 0;
+  bool part = false;
+};
+
+DumpName dump_name(const std::string& name) {
+  static const std::string kPrefix = "callgrind.out.";
+  if (name.rfind(kPrefix, 0) != 0) return {};
+  std::string rest = name.substr(kPrefix.size());
+  size_t dot = rest.find('.');
+  std::string digits = rest.substr(0, dot);
+  auto numeric = [](const std::string& t) {
+    return !t.empty() && t.size() <= 9 &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!numeric(digits) || (dot != std::string::npos && !numeric(rest.substr(dot + 1)))) return {};
+  return {static_cast<pid_t>(std::atol(digits.c_str())), dot != std::string::npos};
+}
+
+std::vector<std::string> dump_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (dump_name(entry.path().filename().string()).pid) out.push_back(entry.path().filename());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace
+
+std::vector<std::string> counted_dump_files(const DumpMark& mark,
+                                            const std::vector<pid_t>& answered,
+                                            const std::vector<std::string>& after_dump,
+                                            const std::vector<std::string>& after_exit) {
+  auto dumped = [&answered](pid_t pid) {
+    return std::find(answered.begin(), answered.end(), pid) != answered.end();
+  };
+  std::set<std::string> out;
+  for (const auto& name : after_dump) {
+    auto d = dump_name(name);
+    if (d.pid && d.part && dumped(d.pid) && !mark.contains(name)) out.insert(name);
+  }
+  for (const auto& name : after_exit) {
+    auto d = dump_name(name);
+    if (d.pid && !dumped(d.pid) && !mark.contains(name)) out.insert(name);
+  }
+  return {out.begin(), out.end()};
+}
 
 // Runtimes Valgrind cannot run: Go's (its signals and stacks; its binaries
 // carry a .go.buildinfo section) and the sanitizers' (their shadow memory).
@@ -74,8 +110,13 @@ std::string valgrind_version() {
 CallgrindSession::CallgrindSession(fs::path dir, CallgrindOptions options)
     : dir_(std::move(dir)), options_(options) {}
 
+// Every process dumps before it forks (a pattern: glibc's fork, its _Fork,
+// Python's os_fork and the like): the child starts with nothing inherited, so
+// its final dump holds its own work alone and each count is in one dump only.
+constexpr const char* kDumpBeforeFork = "--dump-before=*fork";
+
 std::string CallgrindSession::counting_options() const {
-  std::string o = "--tool=callgrind --instr-atstart=no";
+  std::string o = "--tool=callgrind --instr-atstart=no " + std::string(kDumpBeforeFork);
   // A fixed geometry: callgrind would otherwise take the host's caches, and
   // runners of one CPU model still report them differently.
   if (options_.cache_sim)
@@ -85,7 +126,8 @@ std::string CallgrindSession::counting_options() const {
 }
 
 std::vector<std::string> CallgrindSession::wrap(const std::vector<std::string>& command) const {
-  std::vector<std::string> argv = {"valgrind", "--tool=callgrind", "--instr-atstart=no"};
+  std::vector<std::string> argv = {"valgrind", "--tool=callgrind", "--instr-atstart=no",
+                                   kDumpBeforeFork};
   if (options_.cache_sim)
     for (const char* o :
          {"--cache-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"})
@@ -108,16 +150,20 @@ std::vector<pid_t> CallgrindSession::pids() const {
   return out;
 }
 
-void CallgrindSession::monitor(const std::string& command, Nanos timeout) const {
+std::vector<pid_t> CallgrindSession::monitor(const std::string& command, Nanos timeout) const {
   auto pids_now = pids();
   if (pids_now.empty())
     throw Error("cost phase: no process of the service runs under callgrind (it exited?)");
+  std::vector<pid_t> answered;
   for (pid_t pid : pids_now) {
     std::vector<std::string> argv = {"vgdb", "--vgdb-prefix=" + (dir_ / "vgdb").string(),
                                      "--pid=" + std::to_string(pid)};
     argv.push_back(command);
     auto out = run_child(argv, timeout);
-    if (out.exit_code == 0) continue;
+    if (out.exit_code == 0) {
+      answered.push_back(pid);
+      continue;
+    }
     // A short-lived helper of the service (a shell's child) may end meanwhile.
     auto alive = pids();
     if (!std::binary_search(alive.begin(), alive.end(), pid)) continue;
@@ -128,20 +174,54 @@ void CallgrindSession::monitor(const std::string& command, Nanos timeout) const 
                 (said.empty() ? "" : ": " + said) +
                 " (vgdb needs ptrace of the service: a container may need SYS_PTRACE)");
   }
+  return answered;
 }
 
-EventTotals CallgrindSession::last_dump() const {
-  EventTotals sum;
-  for (pid_t pid : pids()) {
-    fs::path part = newest_part(dir_, pid);
-    if (part.empty())
-      throw Error("cost phase: process " + std::to_string(pid) + " wrote no callgrind dump in " +
-                  dir_.string());
-    auto read = read_bounded(part, kMaxDumpBytes);
-    if (read.error || read.too_large) throw Error(part.string() + ": cannot read the dump");
-    add_totals(sum, parse_callgrind_dump(read.bytes, part.string()));
+DumpMark CallgrindSession::mark() const {
+  auto files = dump_files(dir_);
+  return {files.begin(), files.end()};
+}
+
+CountedDumps CallgrindSession::dump_since(const DumpMark& mark,
+                                          const std::function<std::vector<pid_t>()>& running,
+                                          Nanos timeout) const {
+  auto answered = monitor("dump perfgate", timeout);
+  std::sort(answered.begin(), answered.end());
+  auto after_dump = dump_files(dir_);
+  // Children that served the last requests may still be exiting: their final
+  // dumps are written as they end.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::vector<pid_t> left;
+    for (pid_t pid : running())
+      if (!std::binary_search(answered.begin(), answered.end(), pid)) left.push_back(pid);
+    if (left.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error("cost phase: " + std::to_string(left.size()) +
+                  " process(es) of the service (first: PID " + std::to_string(left.front()) +
+                  ") still ran " + format_duration(timeout) +
+                  " after the counted requests without answering callgrind's dump: their "
+                  "counts cannot be read (cost.timeout waits longer)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return sum;
+  CountedDumps out;
+  std::set<pid_t> processes, ended;
+  for (const auto& name : counted_dump_files(mark, answered, after_dump, dump_files(dir_))) {
+    fs::path file = dir_ / name;
+    auto read = read_bounded(file, kMaxDumpBytes);
+    if (read.error || read.too_large) throw Error(file.string() + ": cannot read the dump");
+    auto d = dump_name(name);
+    if (read.bytes.empty())  // created at its first dump, never written: no fini ran
+      throw Error("cost phase: process " + std::to_string(d.pid) +
+                  " of the service ended without writing its counts (killed by a signal?): "
+                  "the count would leave its work out");
+    add_totals(out.totals, parse_callgrind_dump(read.bytes, file.string()));
+    processes.insert(d.pid);
+    if (!std::binary_search(answered.begin(), answered.end(), d.pid)) ended.insert(d.pid);
+  }
+  out.processes = static_cast<int>(processes.size());
+  out.ended = static_cast<int>(ended.size());
+  return out;
 }
 
 std::string callgrind_unavailable(const std::string& service_command, std::string& version) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "perfgate/core/error.h"
@@ -303,6 +304,17 @@ void ServiceProcess::wait_ready(const std::atomic<bool>& stop, bool tls_verify) 
   throw Error("service " + in_quotes(spec_.command[0]) +
               " not ready: " + redacted_url(spec_.ready_url) + " did not answer within " +
               format_duration(spec_.ready_timeout) + (last.empty() ? "" : " (" + last + ")"));
+}
+
+std::vector<pid_t> ServiceProcess::processes() const {
+  std::vector<pid_t> out;
+  if (keeper_ <= 0) return out;
+  ProcReader proc("/");
+  for (pid_t pid : proc.process_tree(keeper_)) {
+    auto stat = pid == keeper_ ? std::nullopt : proc.process(pid);
+    if (stat && stat->state != 'Z' && stat->state != 'X') out.push_back(pid);
+  }
+  return out;
 }
 
 // The keeper's whole tree but the keeper: the service's processes, and those

@@ -7,11 +7,13 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <ctime>
 #include <list>
 #include <mutex>
@@ -20,6 +22,7 @@
 #include <system_error>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "epoll_set.h"
 #include "perfgate/core/error.h"
@@ -85,7 +88,8 @@ struct ServerState {
   mutable std::atomic<int64_t> stall_until_ns{0};
   Fd listener;
   std::mutex mutex;
-  std::list<Client> clients;  // guarded by mutex
+  std::list<Client> clients;    // guarded by mutex
+  std::vector<pid_t> children;  // fork_per_request: the acceptor's alone
 };
 
 struct Request {
@@ -326,6 +330,7 @@ void serve_connection(int fd, const ServerState& s) {
     auto request = parse_head(std::string_view(buffer).substr(0, head_end));
     buffer.erase(0, head_end + 4);
     if (!request) return reject(fd, s);
+    request->close = request->close || s.options.fork_per_request;
     if (!skip_body(fd, buffer, request->content_length, s)) return;
     if (!respond(fd, *request, s) || request->close) return;
   }
@@ -355,6 +360,29 @@ void start_client(ServerState& s, int fd) {
   }
 }
 
+// fork_per_request: the connection served by a child of its own, which
+// answers one request and exits without running the parent's destructors.
+void fork_client(ServerState& s, int fd) {
+  set_timeouts(fd);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    serve_connection(fd, s);
+    ::shutdown(fd, SHUT_RDWR);
+    ::_exit(0);
+  }
+  ::close(fd);
+  if (pid > 0) s.children.push_back(pid);
+}
+
+// Waits for the children that have exited (only its own, by PID: the process
+// may have others); `end` kills those still serving first.
+void reap_children(ServerState& s, bool end) {
+  std::erase_if(s.children, [end](pid_t pid) {
+    if (end) ::kill(pid, SIGKILL);
+    return ::waitpid(pid, nullptr, end ? 0 : WNOHANG) != 0;
+  });
+}
+
 // Joins the connections that have ended, so that a long run with reconnecting
 // clients does not pile up threads.
 void reap_finished(ServerState& s) {
@@ -371,10 +399,15 @@ void accept_loop(ServerState& s) {
     pollfd ready{s.listener.get(), POLLIN, 0};
     if (::poll(&ready, 1, static_cast<int>(kTick.count())) > 0) {
       int fd = ::accept4(s.listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) start_client(s, fd);
+      if (fd >= 0 && s.options.fork_per_request)
+        fork_client(s, fd);
+      else if (fd >= 0)
+        start_client(s, fd);
     }
     reap_finished(s);
+    reap_children(s, false);
   }
+  reap_children(s, true);
 }
 
 // single_thread: one connection's buffers in the event loop.

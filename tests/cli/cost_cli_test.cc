@@ -20,15 +20,18 @@ using testing::TempDir;
 const char* kQuiet = R"({ "foreign_cpu": "100%", "generator_cpu": "100%", "cpu_pressure": "100%",
     "steal": "100%", "memory_available": "0%" })";
 
-std::string service(const std::string& port, const std::string& rounds) {
+// `mode`: a flag of the counted server's, e.g. "${MODE}" for --close or --fork.
+std::string service(const std::string& port, const std::string& rounds,
+                    const std::string& mode = "") {
   return R"({ "command": [")" + std::string(PERFGATE_COUNTED_SERVER) + R"(", "--port", "${)" +
-         port + R"(}", "--work-rounds", "${)" + rounds + R"(}"],
+         port + R"(}", "--work-rounds", "${)" + rounds + "}\"" +
+         (mode.empty() ? "" : ", \"" + mode + "\"") + R"(],
       "ready_url": "http://127.0.0.1:${)" +
          port + R"(}/health" })";
 }
 
 // The timed part is short and gates nothing relative: these tests are about the counts.
-std::string profile(const std::string& cost, bool paired) {
+std::string profile(const std::string& cost, bool paired, const std::string& mode = "") {
   std::string text = R"({ "name": "cost-test",
   "target": { "url": "http://127.0.0.1:${PORT}/" },
   "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
@@ -38,7 +41,7 @@ std::string profile(const std::string& cost, bool paired) {
   "saturation": )" + kQuiet +
                      R"(,
   "thresholds": { "error_rate": { "max": "1%" } },
-  "service": )" + service("PORT", "ROUNDS");
+  "service": )" + service("PORT", "ROUNDS", mode);
   if (paired)
     text += R"(,
   "paired": { "baseline": { "origin": "http://127.0.0.1:${BASE_PORT}", "commit": "0ld",
@@ -107,6 +110,39 @@ TEST_F(CostCliTest, StoredModeCountsExactlyAndCatchesARegression) {
   EXPECT_EQ(metric("instructions_per_request")["verdict"], "fail");
   EXPECT_GT(metric("instructions_per_request")["change_pct"].get<double>(), 2);
   EXPECT_NE(testing::read_file(junit_).find("instructions_per_request"), std::string::npos);
+}
+
+// A service that forks a child per request (Python's ForkingHTTPServer) does
+// its work in children that exit during the count: their final dumps are
+// counted, and nothing twice (each process dumps before it forks, so no child
+// inherits its parent's counts). It counts what its twin that serves the same
+// requests in one process counts, within 1 %; ten times the work per request
+// in the children fails (issue 47: that passed when only live processes were read).
+TEST_F(CostCliTest, ChildrenThatExitDuringTheCountAreCountedOnce) {
+  testing::write_file(
+      profile_, profile(R"({ "instrument": "callgrind", "requests": 40, "warmup_requests": 5 })",
+                        false, "${MODE}"));
+  auto twin = run({{"ROUNDS", "100000"}, {"MODE", "--close"}});
+  ASSERT_EQ(twin.exit_code, 0) << twin.out << twin.err;
+  double one_process = last_["cost"]["launches"][0]["instructions_per_request"];
+  EXPECT_GT(one_process, 100000 * 4.0);  // the loop: several instructions a round
+
+  auto forked = run({{"ROUNDS", "100000"}, {"MODE", "--fork"}});
+  ASSERT_EQ(forked.exit_code, 0) << forked.out << forked.err;
+  const auto& launches = last_["cost"]["launches"];
+  ASSERT_EQ(launches.size(), 2u) << last_["cost"].dump();
+  double children = launches[0]["instructions_per_request"];
+  EXPECT_NEAR(children / one_process, 1.0, 0.01) << children << " vs " << one_process;
+  // A child's few instructions of its own may differ by launch (its PID's digits).
+  EXPECT_NEAR(launches[1]["instructions_per_request"].get<double>() / children, 1.0, 1e-4);
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "pass");
+  EXPECT_NE(forked.err.find("children that exited during the count"), std::string::npos)
+      << forked.err;
+
+  auto heavier = run({{"ROUNDS", "1000000"}, {"MODE", "--fork"}});
+  EXPECT_EQ(heavier.exit_code, 1) << heavier.out << heavier.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "fail");
+  EXPECT_GT(metric("instructions_per_request")["change_pct"].get<double>(), 500);
 }
 
 // Paired mode counts both builds in the same job: the same build passes, a

@@ -2,11 +2,16 @@
 // end-to-end tests: built without sanitizers (an ASan binary cannot run under
 // Valgrind), so the suite's sanitizer build can still count a real service.
 // --work-rounds N: a fixed loop per response, to plant an exact regression.
+// --close: each connection closed after one response (HTTP/1.0's way);
+// --fork: each connection served by a child forked for it, which answers one
+// request and exits (Python's ForkingHTTPServer): --close's twin, whose work
+// is done in short-lived children.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -36,18 +41,31 @@ struct Conn {
 };
 
 // Answers every complete request in `c.in`; false when the connection must close.
-bool serve(Conn& c, uint64_t rounds, volatile uint64_t& sink) {
+bool serve(Conn& c, uint64_t rounds, bool close_after, volatile uint64_t& sink) {
   for (size_t end; (end = c.in.find("\r\n\r\n")) != std::string::npos;) {
     bool health = c.in.compare(0, 12, "GET /health ") == 0;
     c.in.erase(0, end + 4);
     if (!health) sink = spin_rounds(rounds);
     const char* body = health ? "ok" : "Hello, world\n";
     char out[160];
-    int n = std::snprintf(out, sizeof out, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s",
-                          std::strlen(body), body);
-    if (write(c.fd, out, static_cast<size_t>(n)) != n) return false;
+    int n = std::snprintf(out, sizeof out, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n%s\r\n%s",
+                          std::strlen(body), close_after ? "Connection: close\r\n" : "", body);
+    if (write(c.fd, out, static_cast<size_t>(n)) != n || close_after) return false;
   }
   return true;
+}
+
+// --fork: the child reads one request, answers it and exits.
+[[noreturn]] void serve_forked(int fd, uint64_t rounds, volatile uint64_t& sink) {
+  Conn c{fd, {}};
+  char buf[8192];
+  for (ssize_t n; c.in.find("\r\n\r\n") == std::string::npos;) {
+    if ((n = read(fd, buf, sizeof buf)) <= 0) _exit(0);
+    c.in.append(buf, static_cast<size_t>(n));
+  }
+  serve(c, rounds, true, sink);
+  close(fd);
+  _exit(0);
 }
 
 int listen_on(int port, const char* port_file) {
@@ -79,10 +97,14 @@ int main(int argc, char** argv) {
   int port = 0;
   const char* port_file = nullptr;
   uint64_t rounds = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--port")) port = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--port-file")) port_file = argv[i + 1];
-    if (!std::strcmp(argv[i], "--work-rounds")) rounds = std::strtoull(argv[i + 1], nullptr, 10);
+  bool close_after = false, fork_each = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--close")) close_after = true;
+    if (!std::strcmp(argv[i], "--fork")) fork_each = close_after = true;
+    if (i + 1 == argc) break;
+    if (!std::strcmp(argv[i], "--port")) port = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--port-file")) port_file = argv[++i];
+    if (!std::strcmp(argv[i], "--work-rounds")) rounds = std::strtoull(argv[++i], nullptr, 10);
   }
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
@@ -99,7 +121,14 @@ int main(int argc, char** argv) {
       int fd = accept(listener, nullptr, nullptr);
       int one = 1;
       if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      if (fd >= 0) conns.push_back({fd, {}});
+      if (fd >= 0 && fork_each) {
+        if (fork() == 0) serve_forked(fd, rounds, sink);
+        close(fd);
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+      } else if (fd >= 0) {
+        conns.push_back({fd, {}});
+      }
     }
     for (size_t i = fds.size() - 1; i >= 1; --i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -107,7 +136,7 @@ int main(int argc, char** argv) {
       char buf[8192];
       ssize_t n = read(c.fd, buf, sizeof buf);
       if (n > 0) c.in.append(buf, static_cast<size_t>(n));
-      if (n <= 0 || !serve(c, rounds, sink)) {
+      if (n <= 0 || !serve(c, rounds, close_after, sink)) {
         close(c.fd);
         conns.erase(conns.begin() + static_cast<long>(i - 1));
       }

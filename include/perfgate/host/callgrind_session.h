@@ -9,6 +9,8 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,30 @@ std::string valgrind_cannot_run(const std::string& service_command);
 /// can): no valgrind, no vgdb, or valgrind_cannot_run(). Sets `version`.
 std::string callgrind_unavailable(const std::string& service_command, std::string& version);
 
+/// The dump files of a session's folder at one moment (their names): what a
+/// count made after it leaves out.
+using DumpMark = std::set<std::string>;
+
+/// What one count read back.
+struct CountedDumps {
+  EventTotals totals;  // summed over every dump counted
+  int processes = 0;   // whose dumps were summed
+  int ended = 0;       // of them, processes that exited during the count
+};
+
+/// The dump files ("callgrind.out.PID[.PART]") a count since `mark` sums. The
+/// service's processes dump before every fork (wrap()), so that a child
+/// inherits no counts and every dump holds counts no other holds. Of a process
+/// that answered the closing dump (`answered`), its parts written since the
+/// mark, as listed just after that dump (`after_dump`); not its final dump,
+/// which comes later. Of every other process (children that served requests and
+/// exited), every file since the mark, its final dump included, as listed once
+/// they have all exited (`after_exit`).
+std::vector<std::string> counted_dump_files(const DumpMark& mark,
+                                            const std::vector<pid_t>& answered,
+                                            const std::vector<std::string>& after_dump,
+                                            const std::vector<std::string>& after_exit);
+
 class CallgrindSession {
  public:
   /// `dir` must exist and be this session's alone (its files are read back).
@@ -50,12 +76,21 @@ class CallgrindSession {
   /// The PIDs of the service's processes that callgrind runs in (those with
   /// vgdb FIFOs in the folder), ascending.
   std::vector<pid_t> pids() const;
-  /// Sends `command` (a callgrind monitor command) to every process; throws
-  /// Error naming the process and what vgdb said when one does not answer
-  /// within `timeout`.
-  void monitor(const std::string& command, Nanos timeout) const;
-  /// The totals of every process's newest dump, summed.
-  EventTotals last_dump() const;
+  /// Sends `command` (a callgrind monitor command) to every process and returns
+  /// those that answered (one that exited meanwhile does not); throws Error
+  /// naming the process and what vgdb said when one does not answer within
+  /// `timeout`.
+  std::vector<pid_t> monitor(const std::string& command, Nanos timeout) const;
+  /// The dump files now: taken after `zero`, the start of a count.
+  DumpMark mark() const;
+  /// Ends a count begun at `mark`: every process dumps, then, once the only
+  /// processes of the service still running (`running`, zombies left out) are
+  /// those that dumped, the counts of every process since the mark are summed
+  /// (counted_dump_files), children that exited meanwhile included. Throws
+  /// Error when others still run after `timeout`, or a process ended without
+  /// writing its counts (killed by a signal).
+  CountedDumps dump_since(const DumpMark& mark, const std::function<std::vector<pid_t>()>& running,
+                          Nanos timeout) const;
 
  private:
   std::filesystem::path dir_;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "perfgate/core/cpu_list.h"
 #include "perfgate/profile/profile.h"
@@ -57,6 +58,9 @@ class ServiceProcess {
   void stop(Nanos grace = kStopGrace);
   /// The service's own PID (the keeper's child), e.g. for the host sampler.
   pid_t pid() const { return pid_; }
+  /// Every process of the service still running (zombies left out): the
+  /// keeper's tree but the keeper, so what left the service's tree too.
+  std::vector<pid_t> processes() const;
   const std::string& command() const { return spec_.command.front(); }
 
  private:

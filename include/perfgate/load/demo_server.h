@@ -40,6 +40,12 @@ struct DemoServerOptions {
   /// scheduler places exactly one service thread beside the load (issue 27's
   /// case). Delays and stalls then hold up every connection, as they would there.
   bool single_thread = false;
+  /// Every connection served by a process forked for it, which answers one
+  /// request, closes the connection and exits, as Python's ForkingHTTPServer
+  /// does: a service whose work is done in short-lived children (the cost
+  /// phase counts them). /__stats then counts nothing (each child's count is
+  /// its own).
+  bool fork_per_request = false;
   /// A service still warming up (a JIT, cold caches): every response in the
   /// first `cold_for` after the server starts waits `cold_delay` more.
   Nanos cold_for{0};
@@ -47,7 +53,7 @@ struct DemoServerOptions {
 };
 
 /// A small HTTP/1.1 keep-alive server on loopback, one thread per connection
-/// (or one thread for all: `single_thread`).
+/// (or one thread for all: `single_thread`; a process per request: `fork_per_request`).
 /// GET /__stats answers {"requests": N} (itself not counted); /health answers 200.
 /// Stops and joins its threads on destruction.
 class DemoServer {
