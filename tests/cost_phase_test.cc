@@ -4,8 +4,10 @@
 #include "gate/cost_phase.h"
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "perfgate/core/error.h"
@@ -128,7 +130,41 @@ TEST(CostPhaseTest, SanitizedServiceIsNamed) {
 #if defined(__SANITIZE_ADDRESS__)
   p.service->command = {testing::perfgate_binary()};
   EXPECT_NE(find_instrument(p, none).unavailable.find("sanitizer (asan)"), std::string::npos);
+  // Behind the recipe's `sh -c` wrapper the program that serves is looked at.
+  p.service->command = {"sh", "-c", "PORT=1 exec " + testing::perfgate_binary() + " demo-server"};
+  auto wrapped = find_instrument(p, none).unavailable;
+  EXPECT_NE(wrapped.find("sanitizer (asan)"), std::string::npos) << wrapped;
+  EXPECT_NE(wrapped.find("(started by sh)"), std::string::npos) << wrapped;
 #endif
+}
+
+// A Go program (a .go.buildinfo section), started directly or through `sh -c`
+// from the service's cwd, is named before anything starts (issue 47: behind
+// the wrapper it used to fail later as "the service closed the connection").
+TEST(CostPhaseTest, AGoProgramBehindAShellIsNamed) {
+  testing::TempDir dir;
+  auto info = dir / "buildinfo";
+  testing::write_file(info, "\xff Go buildinf:");
+  auto go = dir / "server";
+  ASSERT_EQ(std::system(("objcopy --add-section .go.buildinfo=" + info.string() + " /bin/true " +
+                         go.string())
+                            .c_str()),
+            0);
+  auto seen = std::make_shared<FakePmu::Seen>();
+  CounterFactory none = [seen] {
+    return std::make_unique<FakePmu>(seen, std::vector<double>{0}, "no PMU");
+  };
+  Profile p = counted_profile(1, "callgrind");
+  p.service->command = {go.string()};
+  EXPECT_NE(find_instrument(p, none).unavailable.find("is a Go program"), std::string::npos);
+  p.service->command = {"/bin/sh", "-c", "exec ./server --port \"$PORT\""};
+  p.service->cwd = dir.path().string();
+  auto wrapped = find_instrument(p, none);
+  EXPECT_EQ(wrapped.name, "");
+  EXPECT_NE(
+      wrapped.unavailable.find("the service \"./server\" (started by /bin/sh) is a Go program"),
+      std::string::npos)
+      << wrapped.unavailable;
 }
 
 }  // namespace

@@ -73,11 +73,19 @@ std::string valgrind_said(const fs::path& folder) {
   return last.empty() ? "" : " (valgrind: " + last.substr(0, 300) + ")";
 }
 
-// The service's own name in a message about its wrapped command.
+// The service's own name in a message about its wrapped command, and the
+// timeout the phase waited: cost.ready_timeout, not the timed phase's.
 std::string unwrapped(std::string message, const std::string& name) {
   const std::string wrapped = "service \"valgrind\"";
   if (auto at = message.find(wrapped); at != std::string::npos)
     message.replace(at, wrapped.size(), "service \"" + name + "\" under valgrind");
+  const std::string timeout = "service.ready_timeout";
+  if (auto at = message.find(timeout); at != std::string::npos)
+    message.replace(at, timeout.size(), "cost.ready_timeout");
+  else if (message.find(" not ready: ") != std::string::npos)
+    message +=
+        "; cost.ready_timeout waits longer (a service starts many times slower under "
+        "Valgrind)";
   return message;
 }
 
@@ -209,11 +217,20 @@ CostInstrument find_instrument(const Profile& profile, const CounterFactory& cou
     if (no_pmu.empty()) return {"perf", kernel_release(), ""};
     if (cost.instrument == "perf") return {"", "", no_pmu};
   }
-  out.unavailable = callgrind_unavailable(profile.service->command.front(), out.version);
+  out.unavailable =
+      callgrind_unavailable(profile.service->command, profile.service->cwd, out.version);
   if (out.unavailable.empty()) out.name = "callgrind";
   if (!no_pmu.empty() && !out.unavailable.empty())
     out.unavailable = no_pmu + "; " + out.unavailable;
   return out;
+}
+
+CostInstrument required_instrument(const Profile& profile, const CounterFactory& counters) {
+  auto instrument = find_instrument(profile, counters);
+  if (profile.cost.enabled() && profile.cost.required && instrument.name.empty())
+    throw Error("cost phase required (cost.required), and it cannot count here: " +
+                instrument.unavailable + "; nothing was measured");
+  return instrument;
 }
 
 int planned_cost_family(const Profile& profile) {
@@ -252,9 +269,9 @@ CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
 }
 
 PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline,
-                               const std::atomic<bool>& stop, const CounterFactory& counters) {
+                               const CostInstrument& instrument, const std::atomic<bool>& stop,
+                               const CounterFactory& counters) {
   PairedCost out;
-  auto instrument = find_instrument(candidate, counters);
   if (instrument.name.empty()) {
     out.candidate = measure_cost(candidate, instrument, stop, counters);
     out.baseline = out.candidate;

@@ -30,6 +30,10 @@ struct CostInstrument {
 };
 CostInstrument find_instrument(const Profile& profile, const CounterFactory& counters);
 
+/// find_instrument, looked for before any load: a phase that is `cost.required`
+/// and cannot count here is refused at once (Error), not after the timed phase.
+CostInstrument required_instrument(const Profile& profile, const CounterFactory& counters);
+
 /// The cost metrics the profile's phase can count and has relative limits for:
 /// they join the run's false-fail budget from its first look on.
 int planned_cost_family(const Profile& profile);
@@ -48,7 +52,8 @@ struct PairedCost {
   CostRun candidate;
 };
 PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline,
-                               const std::atomic<bool>& stop, const CounterFactory& counters);
+                               const CostInstrument& instrument, const std::atomic<bool>& stop,
+                               const CounterFactory& counters);
 
 /// The phase's outcome as a note for the result: counts and spread, or why skipped.
 std::string cost_note(const CostRun& cost, const std::string& side = "");

@@ -203,6 +203,7 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     auto store = open_store(options);
     auto host = placed_host(measurer, profile);
     auto doctor_warnings = preflight(profile);
+    auto instrument = required_instrument(profile, measurer.counter);
     auto selection = choose_baseline(options, store, profile, gate.partial().ci, host);
     Measurement m = measurer.load(profile, stop, start_at);
     gate.loaded(m.load);
@@ -212,8 +213,7 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     auto share = placing_share(run.host_summary.shared_cpu_pct, run.host_summary.samples);
     if (selection.baseline && share && !options.baseline_run)
       selection = choose_baseline(options, store, profile, gate.partial().ci, host, share);
-    run.record.cost =
-        measure_cost(profile, find_instrument(profile, measurer.counter), stop, measurer.counter);
+    run.record.cost = measure_cost(profile, instrument, stop, measurer.counter);
     if (store && selection.baseline)
       selection.cost = cost_baseline(*store, *selection.baseline, run.record.cost.key);
     GateResult result =

@@ -199,6 +199,7 @@ struct PairedContext {
   const Measurer& measurer;
   const std::atomic<bool>& stop;
   std::chrono::steady_clock::time_point started;  // the timed pairs' start, for repeat.budget
+  CostInstrument instrument;  // found before the pairs: a required one missing ends the run there
 };
 
 // Pairs measured so far, redone ones included: where the next batch's order continues.
@@ -302,7 +303,8 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c, 
 // look judged again with the counts in it.
 void count_both_sides(const PairedContext& c, PairedState& s) {
   if (!c.profile.cost.enabled()) return;
-  auto cost = measure_paired_cost(c.profile, c.base_profile, c.stop, c.measurer.counter);
+  auto cost =
+      measure_paired_cost(c.profile, c.base_profile, c.instrument, c.stop, c.measurer.counter);
   s.p.cand.cost = cost.candidate;
   s.p.base.cost = cost.baseline;
   s.look = paired_look(s.p, s.m, c.profile, look_settings(s.plan, s.taken));
@@ -365,7 +367,8 @@ ExitStatus run_paired(const RunOptions& options, const Profile& profile, const E
                     plan,
                     measurer,
                     stop,
-                    started};
+                    started,
+                    required_instrument(profile, measurer.counter)};
     auto doctor_warnings = preflight(profile);
     // Before the load: one installed program on both sides is an A/A run.
     std::optional<std::string> shared_exe;

@@ -83,15 +83,25 @@ std::vector<std::string> counted_dump_files(const DumpMark& mark,
 
 // Runtimes Valgrind cannot run: Go's (its signals and stacks; its binaries
 // carry a .go.buildinfo section) and the sanitizers' (their shadow memory).
-std::string valgrind_cannot_run(const std::string& command) {
-  auto sections = elf_sections(find_executable(command), {".dynstr"});
+// Looked for in the program that serves: through `sh -c "exec ./server"` too.
+std::string valgrind_cannot_run(const std::vector<std::string>& command,
+                                const std::filesystem::path& cwd) {
+  if (command.empty()) return "";
+  auto argv = effective_argv(command);
+  const char* path = std::getenv("PATH");
+  auto program = resolve_program(argv.front(), cwd.empty() ? fs::current_path() : cwd,
+                                 path ? path : "/usr/bin:/bin");
+  if (program.empty()) program = find_executable(argv.front());
+  std::string named =
+      "the service \"" + argv.front() + "\"" +
+      (argv.front() == command.front() ? "" : " (started by " + command.front() + ")");
+  auto sections = elf_sections(program, {".dynstr"});
   if (sections.contains(".go.buildinfo"))
-    return "the service \"" + command +
-           "\" is a Go program, and Go's runtime does not run under Valgrind";
+    return named + " is a Go program, and Go's runtime does not run under Valgrind";
   const std::string& dynstr = sections[".dynstr"];
   for (const char* lib : {"libasan.so", "libtsan.so", "libhwasan.so", "libmsan.so"})
     if (dynstr.find(lib) != std::string::npos)
-      return "the service \"" + command + "\" is built with a sanitizer (" +
+      return named + " is built with a sanitizer (" +
              std::string(lib).substr(3, std::string(lib).find('.') - 3) +
              "), which cannot run under Valgrind";
   return "";
@@ -224,11 +234,12 @@ CountedDumps CallgrindSession::dump_since(const DumpMark& mark,
   return out;
 }
 
-std::string callgrind_unavailable(const std::string& service_command, std::string& version) {
+std::string callgrind_unavailable(const std::vector<std::string>& command,
+                                  const std::filesystem::path& cwd, std::string& version) {
   version = valgrind_version();
   if (version.empty()) return "valgrind is not installed (Debian: apt-get install valgrind)";
   if (find_executable("vgdb").empty()) return "vgdb (valgrind's remote control) is not on PATH";
-  return valgrind_cannot_run(service_command);
+  return valgrind_cannot_run(command, cwd);
 }
 
 }  // namespace perfgate

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 namespace perfgate {
 namespace fs = std::filesystem;
@@ -68,6 +69,39 @@ fs::path find_executable(const std::string& command) {
     fs::path candidate = fs::path(dirs.substr(at, end - at)) / command;
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
     at = end + 1;
+  }
+  return {};
+}
+
+std::vector<std::string> effective_argv(const std::vector<std::string>& command) {
+  if (command.size() < 3 || command[1] != "-c") return command;
+  auto shell = std::filesystem::path(command[0]).filename().string();
+  if (shell != "sh" && shell != "bash" && shell != "dash") return command;
+  std::vector<std::string> words;
+  std::istringstream in(command[2]);
+  for (std::string w; in >> w;) {
+    bool assignment = words.empty() && w.find('=') != std::string::npos && w[0] != '=' &&
+                      w.find('/') > w.find('=');
+    if (words.empty() && (w == "exec" || assignment)) continue;
+    words.push_back(w);
+  }
+  return words.empty() ? command : words;
+}
+
+std::filesystem::path resolve_program(const std::string& program, const std::filesystem::path& cwd,
+                                      const std::string& path) {
+  namespace fs = std::filesystem;
+  auto canonical = [](const fs::path& p) {
+    std::error_code ec;
+    auto c = fs::canonical(p, ec);
+    return ec ? fs::path() : c;
+  };
+  if (program.empty()) return {};
+  if (program.find('/') != std::string::npos) return canonical(cwd / program);
+  std::istringstream dirs(path);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    fs::path candidate = cwd / (dir.empty() ? fs::path(".") : fs::path(dir)) / program;
+    if (access(candidate.c_str(), X_OK) == 0) return canonical(candidate);
   }
   return {};
 }

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "perfgate/host/executable_file.h"
+
 namespace perfgate {
 namespace {
 
@@ -23,36 +25,6 @@ bool inside(const fs::path& file, const fs::path& dir) {
   for (auto d = dir.begin(); d != dir.end(); ++d, ++f)
     if (f == file.end() || *f != *d) return false;
   return true;
-}
-
-// The words a service runs: `sh -c "exec app --port $PORT"` is `app --port $PORT`
-// (leading VAR=value and exec dropped), since that is what the shell starts.
-std::vector<std::string> effective_argv(const std::vector<std::string>& command) {
-  if (command.size() < 3 || command[1] != "-c") return command;
-  auto shell = fs::path(command[0]).filename().string();
-  if (shell != "sh" && shell != "bash" && shell != "dash") return command;
-  std::vector<std::string> words;
-  std::istringstream in(command[2]);
-  for (std::string w; in >> w;) {
-    bool assignment = words.empty() && w.find('=') != std::string::npos && w[0] != '=' &&
-                      w.find('/') > w.find('=');
-    if (words.empty() && (w == "exec" || assignment)) continue;
-    words.push_back(w);
-  }
-  return words.empty() ? command : words;
-}
-
-// argv[0] as execvp finds it from `cwd`: a name with a '/' from there, else
-// the first executable on PATH (relative PATH entries from `cwd` too).
-fs::path resolve(const std::string& program, const fs::path& cwd, const std::string& path) {
-  if (program.empty()) return {};
-  if (program.find('/') != std::string::npos) return canonical_or_empty(cwd / program);
-  std::istringstream dirs(path);
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    fs::path candidate = cwd / (dir.empty() ? fs::path(".") : fs::path(dir)) / program;
-    if (access(candidate.c_str(), X_OK) == 0) return canonical_or_empty(candidate);
-  }
-  return {};
 }
 
 // An argument such as app.py or config/server.toml that exists in the checkout:
@@ -79,8 +51,8 @@ std::optional<std::string> shared_installed_executable(const ServiceSpec& candid
   if (cand_cwd.empty() || base_cwd.empty() || cand_cwd == base_cwd) return std::nullopt;
   auto cand_argv = effective_argv(candidate.command);
   auto base_argv = effective_argv(baseline.command);
-  auto cand_exe = resolve(cand_argv[0], cand_cwd, path);
-  auto base_exe = resolve(base_argv[0], base_cwd, path);
+  auto cand_exe = resolve_program(cand_argv[0], cand_cwd, path);
+  auto base_exe = resolve_program(base_argv[0], base_cwd, path);
   if (cand_exe.empty() || base_exe.empty()) return std::nullopt;
   struct stat a {
   }, b{};

@@ -161,7 +161,8 @@ TEST_F(CostCliTest, PairedModeCountsBothSides) {
 }
 
 // No Valgrind on the runner: one line says so, the phase is a skipped JUnit
-// case and the timed verdict stands; a profile that requires it exits 3.
+// case and the timed verdict stands; a profile that requires it exits 3 before
+// any load, in stored and in paired mode (issue 47: after the whole timed phase).
 TEST_F(CostCliTest, WithoutValgrindTheCountIsSkippedOrRequired) {
   TempDir empty_path;
   testing::write_file(profile_, profile(kCost, false));
@@ -179,8 +180,20 @@ TEST_F(CostCliTest, WithoutValgrindTheCountIsSkippedOrRequired) {
                       profile(R"({ "instrument": "callgrind", "required": true })", false));
   auto required = run({{"ROUNDS", "10"}, {"PATH", empty_path.path().string()}});
   EXPECT_EQ(required.exit_code, 3);
-  EXPECT_NE(required.err.find("cost phase required: valgrind is not installed"), std::string::npos)
+  EXPECT_NE(required.err.find("cost phase required (cost.required), and it cannot count here: "
+                              "valgrind is not installed"),
+            std::string::npos)
       << required.err;
+  EXPECT_EQ(required.err.find("load: "), std::string::npos) << "measured first:\n" << required.err;
+
+  testing::write_file(profile_,
+                      profile(R"({ "instrument": "callgrind", "required": true })", true));
+  auto paired =
+      run({{"ROUNDS", "10"}, {"BASE_ROUNDS", "10"}, {"PATH", empty_path.path().string()}});
+  EXPECT_EQ(paired.exit_code, 3);
+  EXPECT_NE(paired.err.find("nothing was measured"), std::string::npos) << paired.err;
+  EXPECT_EQ(paired.err.find("starting service"), std::string::npos) << "measured first:\n"
+                                                                    << paired.err;
 }
 
 // A service that does not come up under Valgrind (here a wrapper that refuses
@@ -197,7 +210,7 @@ TEST_F(CostCliTest, AServiceThatCannotRunUnderValgrindSkipsAutoAndFailsNamed) {
            R"(,
     "thresholds": { "error_rate": { "max": "1%" } },
     "service": { "command": ["/bin/sh", "-c",
-        "case \"$LD_PRELOAD\" in *vgpreload*) echo 'this build refuses Valgrind' >&2; exit 1;; esac; exec \"$0\" --port \"$1\" --work-rounds 10",
+        "case \"$LD_PRELOAD\" in *vgpreload*) [ -z \"$HANG\" ] || exec sleep 60; echo 'this build refuses Valgrind' >&2; exit 1;; esac; exec \"$0\" --port \"$1\" --work-rounds 10",
         ")" +
            std::string(PERFGATE_COUNTED_SERVER) +
            R"(", "${PORT}"], "ready_url": "http://127.0.0.1:${PORT}/health" },
@@ -222,6 +235,15 @@ TEST_F(CostCliTest, AServiceThatCannotRunUnderValgrindSkipsAutoAndFailsNamed) {
   EXPECT_EQ(named.exit_code, 3) << named.out << named.err;
   EXPECT_NE(named.err.find("service \"/bin/sh\" under valgrind exited"), std::string::npos)
       << named.err;
+
+  // One that never answers under Valgrind: the phase's own timeout is named.
+  testing::write_file(
+      profile_,
+      with_cost(R"({ "instrument": "callgrind", "requests": 50, "ready_timeout": "2s" })"));
+  auto slow = run({{"HANG", "1"}});
+  EXPECT_EQ(slow.exit_code, 3) << slow.out << slow.err;
+  EXPECT_NE(slow.err.find("cost.ready_timeout waits longer"), std::string::npos) << slow.err;
+  EXPECT_EQ(slow.err.find("service.ready_timeout"), std::string::npos) << slow.err;
 }
 
 // A service perfgate only watches cannot be restarted under an instrument.

@@ -28,14 +28,17 @@ struct CallgrindOptions {
 /// "valgrind-3.19.0", or "" when `valgrind` is not on PATH or does not run.
 std::string valgrind_version();
 
-/// Why a service started with `service_command` cannot be run under Valgrind
-/// here, in one line: Go's runtime (its signals and stacks), a sanitizer's
-/// (its shadow memory). "" when nothing is known against it.
-std::string valgrind_cannot_run(const std::string& service_command);
+/// Why a service started with `command` in `cwd` (empty: perfgate's) cannot
+/// be run under Valgrind here, in one line: Go's runtime (its signals and
+/// stacks), a sanitizer's (its shadow memory), in the program that serves (`sh
+/// -c "exec ./server"` is looked through). "" when nothing is known against it.
+std::string valgrind_cannot_run(const std::vector<std::string>& command,
+                                const std::filesystem::path& cwd = {});
 
-/// Why callgrind cannot count `service_command` on this runner ("" when it
-/// can): no valgrind, no vgdb, or valgrind_cannot_run(). Sets `version`.
-std::string callgrind_unavailable(const std::string& service_command, std::string& version);
+/// Why callgrind cannot count `command` on this runner ("" when it can): no
+/// valgrind, no vgdb, or valgrind_cannot_run(). Sets `version`.
+std::string callgrind_unavailable(const std::vector<std::string>& command,
+                                  const std::filesystem::path& cwd, std::string& version);
 
 /// The dump files of a session's folder at one moment (their names): what a
 /// count made after it leaves out.

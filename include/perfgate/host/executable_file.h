@@ -15,6 +15,17 @@ namespace perfgate {
 /// when it is not found.
 std::filesystem::path find_executable(const std::string& command);
 
+/// The words a service runs: `sh -c "exec app --port $PORT"` is
+/// {app, --port, $PORT} (leading VAR=value and exec dropped), since that is what
+/// the shell starts; any other command is itself.
+std::vector<std::string> effective_argv(const std::vector<std::string>& command);
+
+/// `program` as execvp finds it from `cwd`: a name with a '/' from there, else
+/// the first executable on `path` (relative entries from `cwd` too); canonical,
+/// empty when not found.
+std::filesystem::path resolve_program(const std::string& program, const std::filesystem::path& cwd,
+                                      const std::string& path);
+
 /// The sections of a 64-bit little-endian ELF file by name, with the contents
 /// (at most 4 MiB each) of those named in `wanted`; empty for anything else.
 std::map<std::string, std::string> elf_sections(const std::filesystem::path& file,
