@@ -14,6 +14,7 @@
 #include "perfgate/core/error.h"
 #include "perfgate/host/callgrind_session.h"
 #include "perfgate/host/cost_key.h"
+#include "perfgate/host/runtime.h"
 #include "perfgate/host/service_process.h"
 #include "perfgate/load/request_sequence.h"
 
@@ -171,7 +172,34 @@ CostRun skipped_run(const Error& e) {
   return run;
 }
 
-CostRun started_run(const Profile& profile, const CostInstrument& instrument) {
+// The profile as the phase starts its service: a known runtime made steady
+// (cost.steady_runtime), and what it runs on and what was set, for the log
+// and the cost key (a runtime upgraded on the runner is no code change).
+struct PhaseProfile {
+  Profile profile;
+  std::string runtime;  // "Python 3.11.2; python with PYTHONHASHSEED=0"; "" for none known
+};
+
+PhaseProfile phase_profile(const Profile& profile) {
+  PhaseProfile out{profile, ""};
+  if (!profile.service || profile.service->command.empty()) return out;
+  auto runtime = detect_runtime(profile.service->command, profile.service->cwd);
+  if (!runtime) return out;
+  out.runtime = runtime->version.empty() ? runtime->name : runtime->version;
+  if (!profile.cost.steady_runtime) {
+    out.runtime += "; as started (cost.steady_runtime: false)";
+    return out;
+  }
+  auto steady = steady_settings(*runtime, profile.service->command, profile.service->env);
+  out.profile.service->command = steady.command;
+  for (const auto& variable : steady.env) out.profile.service->env.push_back(variable);
+  if (!steady.said.empty()) out.runtime += "; " + steady.said;
+  return out;
+}
+
+CostRun started_run(const PhaseProfile& phase, const CostInstrument& instrument,
+                    const std::string& side = "") {
+  const Profile& profile = phase.profile;
   CostRun run;
   run.instrument = instrument.name;
   run.requests = profile.cost.requests;
@@ -179,6 +207,12 @@ CostRun started_run(const Profile& profile, const CostInstrument& instrument) {
   std::string options = "user-space instructions, inherited";
   if (instrument.name == "callgrind")
     options = CallgrindSession(".", callgrind_options(profile)).counting_options();
+  if (!phase.runtime.empty()) {
+    options += "; runtime " + phase.runtime;
+    spdlog::info(
+        "cost phase: {}runtime {}{}", side, phase.runtime,
+        profile.cost.steady_runtime ? " (cost.steady_runtime: false starts it as is)" : "");
+  }
   run.key = cost_key(instrument.name, instrument.version, options, profile.cost);
   return run;
 }
@@ -253,11 +287,12 @@ CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
     run.skipped = instrument.unavailable;
     return run;
   }
-  run = started_run(profile, instrument);
+  auto phase = phase_profile(profile);
+  run = started_run(phase, instrument);
   auto started = Clock::now();
   for (int i = 0; i < profile.cost.launches && !stop; ++i) {
     try {
-      run.launches.push_back(count_one(profile, instrument, counters, stop));
+      run.launches.push_back(count_one(phase.profile, instrument, counters, stop));
     } catch (const Error& e) {
       if (i > 0 || !first_launch_may_skip(profile)) throw;
       return skipped_run(e);
@@ -278,15 +313,17 @@ PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline
     return out;
   }
   auto started = Clock::now();
-  out.baseline = started_run(baseline, instrument);
-  out.candidate = started_run(candidate, instrument);
+  auto base_phase = phase_profile(baseline), cand_phase = phase_profile(candidate);
+  out.baseline = started_run(base_phase, instrument, "baseline ");
+  out.candidate = started_run(cand_phase, instrument, "candidate ");
   // In turns, and each pair of launches in the other order from the last.
   for (int i = 0; i < candidate.cost.launches && !stop; ++i) {
     for (int k = 0; k < 2; ++k) {
       bool base = (k == 0) == (i % 2 == 0);
       CostRun& side = base ? out.baseline : out.candidate;
       try {
-        side.launches.push_back(count_one(base ? baseline : candidate, instrument, counters, stop));
+        side.launches.push_back(
+            count_one(base ? base_phase.profile : cand_phase.profile, instrument, counters, stop));
       } catch (const Error& e) {
         if (i > 0 || !first_launch_may_skip(candidate)) throw;
         out.candidate = skipped_run(e);

@@ -6,9 +6,9 @@
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 9> kCostKeys = {
+constexpr std::array<std::string_view, 10> kCostKeys = {
     "instrument", "requests", "warmup_requests", "connections", "launches",
-    "cache_sim",  "required", "ready_timeout",   "timeout"};
+    "cache_sim",  "required", "ready_timeout",   "timeout",     "steady_runtime"};
 constexpr Nanos kMaxTimeout = std::chrono::hours(1);
 constexpr std::array<std::string_view, 4> kInstruments = {"off", "callgrind", "perf", "auto"};
 
@@ -33,6 +33,7 @@ CostSpec read_cost_object(const Section& s) {
   spec.launches = s.integer("launches", 2, 50).value_or(spec.launches);
   spec.cache_sim = s.boolean("cache_sim").value_or(false);
   spec.required = s.boolean("required").value_or(false);
+  spec.steady_runtime = s.boolean("steady_runtime").value_or(true);
   spec.ready_timeout = s.duration("ready_timeout", false, kMaxTimeout).value_or(spec.ready_timeout);
   spec.timeout = s.duration("timeout", false, kMaxTimeout).value_or(spec.timeout);
   return spec;

@@ -145,6 +145,41 @@ TEST_F(CostCliTest, ChildrenThatExitDuringTheCountAreCountedOnce) {
   EXPECT_GT(metric("instructions_per_request")["change_pct"].get<double>(), 500);
 }
 
+// A real runtime with a JIT: Node, started as a user writes it (`node app.js`).
+// By default the phase runs it with V8's predictable flags and says so, and its
+// version joins the cost key: an unchanged service passes on its counts, and
+// 2.5 % more work per request fails (issue 47: with the JIT on, A/A gates were
+// inconclusive on a launch spread of 2.6-4.1 %).
+TEST_F(CostCliTest, ANodeServiceIsCountedSteadilyByDefault) {
+  ASSERT_EQ(testing::run_command({"/bin/sh", "-c", "command -v node"}, {}, {}, 30).exit_code, 0)
+      << "no node on PATH (ci/install-deps.sh --test installs it)";
+  testing::write_file(profile_, R"({ "name": "node-cost",
+  "target": { "url": "http://127.0.0.1:${PORT}/" },
+  "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
+  "repeat": { "count": 2, "discard": 0 },
+  "saturation": )" + std::string(kQuiet) +
+                                    R"(,
+  "thresholds": { "error_rate": { "max": "1%" } },
+  "service": { "command": ["node", ")" +
+                                    std::string(PERFGATE_SOURCE_DIR) +
+                                    R"(/tests/tools/node_server.js", "${PORT}", "${ROUNDS}"],
+               "ready_url": "http://127.0.0.1:${PORT}/health" },
+  "cost": { "instrument": "callgrind", "requests": 60, "warmup_requests": 20 }
+})");
+  auto first = run({{"ROUNDS", "20000"}});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_NE(first.err.find("cost phase: runtime v"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("node with V8's predictable flags"), std::string::npos) << first.err;
+  EXPECT_LT(last_["cost"]["spread_pct"]["instructions_per_request"].get<double>(), 0.5)
+      << last_["cost"].dump();
+  auto again = run({{"ROUNDS", "20000"}});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "pass") << again.out;
+  auto more = run({{"ROUNDS", "20600"}});  // +2.6 % instructions per request here
+  EXPECT_EQ(more.exit_code, 1) << more.out << more.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "fail") << more.out;
+}
+
 // Paired mode counts both builds in the same job: the same build passes, a
 // slower one fails, whatever the timed windows said.
 TEST_F(CostCliTest, PairedModeCountsBothSides) {

@@ -140,6 +140,7 @@ struct CostSpec {
   int launches = 2;                // per side; their spread is the counts' noise check
   bool cache_sim = false;          // callgrind's cache simulation: estimated cycles
   bool required = false;           // an instrument that is not there: exit 3, not a skip
+  bool steady_runtime = true;      // known runtimes started with settings that make counts repeat
   Nanos ready_timeout = std::chrono::seconds(120);  // under Valgrind a start is ~20x slower
   Nanos timeout = std::chrono::seconds(30);         // per response
   bool enabled() const { return instrument != "off"; }
