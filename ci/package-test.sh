@@ -70,16 +70,7 @@ cleanup() {
 trap cleanup EXIT
 mirror=http://deb.debian.org/debian
 tarball=$cache/bookworm-minbase.tar
-if [ ! -f "$tarball" ]; then
-  made=$SECONDS
-  debootstrap --variant=minbase --cache-dir="$cache" bookworm "$root" "$mirror" >"$cache/debootstrap.log" 2>&1 || {
-    tail -n 20 "$cache/debootstrap.log" >&2
-    exit 1
-  }
-  tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
-  rm -rf --one-file-system "$root" && mkdir "$root"
-  echo "debootstrap made the root in $((SECONDS - made))s (kept in $tarball)"
-fi
+bash ci/debootstrap-root.sh "$cache"
 start=$SECONDS
 tar -C "$root" -xf "$tarball"
 stage "root unpacked in $((SECONDS - start))s; install the .deb with apt-get"
