@@ -87,11 +87,7 @@ std::vector<std::string> counted_dump_files(const DumpMark& mark,
 std::string valgrind_cannot_run(const std::vector<std::string>& command,
                                 const std::filesystem::path& cwd) {
   if (command.empty()) return "";
-  auto argv = effective_argv(command);
-  const char* path = std::getenv("PATH");
-  auto program = resolve_program(argv.front(), cwd.empty() ? fs::current_path() : cwd,
-                                 path ? path : "/usr/bin:/bin");
-  if (program.empty()) program = find_executable(argv.front());
+  auto [argv, program] = served_program(command, cwd);
   std::string named =
       "the service \"" + argv.front() + "\"" +
       (argv.front() == command.front() ? "" : " (started by " + command.front() + ")");

@@ -106,4 +106,16 @@ std::filesystem::path resolve_program(const std::string& program, const std::fil
   return {};
 }
 
+ServedProgram served_program(const std::vector<std::string>& command,
+                             const std::filesystem::path& cwd) {
+  ServedProgram out{effective_argv(command), {}};
+  if (out.argv.empty()) return out;
+  const char* path = std::getenv("PATH");
+  std::error_code ec;
+  auto here = cwd.empty() ? std::filesystem::current_path(ec) : cwd;
+  out.file = resolve_program(out.argv.front(), here, path ? path : "/usr/bin:/bin");
+  if (out.file.empty()) out.file = find_executable(out.argv.front());
+  return out;
+}
+
 }  // namespace perfgate

@@ -49,11 +49,7 @@ bool has_word(const std::vector<std::string>& words, const std::string& prefix) 
 std::optional<Runtime> detect_runtime(const std::vector<std::string>& command,
                                       const fs::path& cwd) {
   if (command.empty()) return std::nullopt;
-  auto argv = effective_argv(command);
-  const char* path = std::getenv("PATH");
-  std::error_code ec;
-  fs::path here = cwd.empty() ? fs::current_path(ec) : cwd;
-  auto program = resolve_program(argv.front(), here, path ? path : "/usr/bin:/bin");
+  auto [argv, program] = served_program(command, cwd);
   // The name as started (a symlink python3 -> python3.11 names it either way).
   std::string name = runtime_name(fs::path(argv.front()).filename().string());
   if (name.empty() && !program.empty()) name = runtime_name(program.filename().string());

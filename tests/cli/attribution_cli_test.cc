@@ -165,6 +165,26 @@ TEST_F(AttributionCliTest, ASingleThreadServerIsFoundAndItsPlacementMeasured) {
   EXPECT_LE(threads, 2u);
 }
 
+// `demo-server --fork` (issue 47's fork-per-request service), started outside
+// perfgate as a user would: every request answered by a child of its own and the
+// connection closed, so the load reconnects each time and nothing fails; the
+// server itself is the process perfgate finds. With --single-thread it is refused.
+TEST_F(AttributionCliTest, AForkingDemoServerAnswersEveryRequestFromAChild) {
+  testing::CommandResult r;
+  OutsideProcess server(demo_server({"--delay", "1ms", "--fork"}), port_file_);
+  auto result = run(server.port(), profile_text(kNoSaturation), r);
+  ASSERT_FALSE(result.is_null()) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_GT(result["load"]["responses"].get<double>(), 10) << result.dump(2);
+  EXPECT_EQ(result["metrics"]["error_rate_pct"]["value"].get<double>(), 0) << result.dump(2);
+  EXPECT_EQ(result["load_machine"]["service"]["pid"].get<int>(), server.pid());
+
+  auto both = testing::run_command(
+      {testing::perfgate_binary(), "demo-server", "--port", "0", "--fork", "--single-thread"}, {});
+  EXPECT_EQ(both.exit_code, 3) << both.out << both.err;
+  EXPECT_NE(both.err.find("--single-thread excludes --fork"), std::string::npos) << both.err;
+}
+
 // Issue 42, item 17: a recipe that starts its service through `sh -c` without
 // exec leaves sh as the process perfgate started, and the server its child.
 // The console and the JSON name the process that serves, not the shell; the

@@ -26,6 +26,16 @@ std::vector<std::string> effective_argv(const std::vector<std::string>& command)
 std::filesystem::path resolve_program(const std::string& program, const std::filesystem::path& cwd,
                                       const std::string& path);
 
+/// The program a service command starts (effective_argv's first word) as
+/// resolve_program finds it from `cwd` (empty: here) on $PATH, else as
+/// find_executable does; `file` is empty when neither finds it.
+struct ServedProgram {
+  std::vector<std::string> argv;
+  std::filesystem::path file;
+};
+ServedProgram served_program(const std::vector<std::string>& command,
+                             const std::filesystem::path& cwd);
+
 /// The sections of a 64-bit little-endian ELF file by name, with the contents
 /// (at most 4 MiB each) of those named in `wanted`; empty for anything else.
 std::map<std::string, std::string> elf_sections(const std::filesystem::path& file,
