@@ -5,6 +5,9 @@
 // --work-rounds plants an exact regression.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -178,6 +181,70 @@ TEST_F(CostCliTest, ANodeServiceIsCountedSteadilyByDefault) {
   auto more = run({{"ROUNDS", "20600"}});  // +2.6 % instructions per request here
   EXPECT_EQ(more.exit_code, 1) << more.out << more.err;
   EXPECT_EQ(metric("instructions_per_request")["verdict"], "fail") << more.out;
+}
+
+// cost.steady_runtime as a user meets it, with a stand-in `python3` on PATH (a
+// script that says its version, notes the hash seed it got and execs the
+// counted server): by default the phase sets PYTHONHASHSEED=0 and says so; the
+// runtime's version is in the cost key, so a second run of that version is
+// judged against the first and one of another version starts a new series;
+// `"steady_runtime": false` starts it as written.
+TEST_F(CostCliTest, AKnownRuntimeIsMadeSteadyAndItsVersionKeysTheCounts) {
+  auto bin = dir_ / "bin";
+  fs::create_directories(bin);
+  auto seed = dir_ / "seed";
+  testing::write_file(bin / "python3",
+                      "#!/bin/sh\n"
+                      "case \"$1\" in --version) echo \"Python $FAKE_VERSION\"; "
+                      "exit 0;; esac\n"
+                      "echo \"${PYTHONHASHSEED-unset}\" > \"$SEED_FILE\"\n"
+                      "exec \"" +
+                          std::string(PERFGATE_COUNTED_SERVER) +
+                          "\" --port \"$1\" --work-rounds 2000\n");
+  fs::permissions(bin / "python3", fs::perms::owner_all);
+  auto with_cost = [](const std::string& cost) {
+    return R"({ "name": "cost-test",
+    "target": { "url": "http://127.0.0.1:${PORT}/" },
+    "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
+    "repeat": { "count": 2, "discard": 0 },
+    "saturation": )" +
+           std::string(kQuiet) +
+           R"(,
+    "thresholds": { "error_rate": { "max": "1%" } },
+    "service": { "command": ["python3", "${PORT}"], "ready_url": "http://127.0.0.1:${PORT}/health" },
+    "cost": )" +
+           cost + "\n}";
+  };
+  std::string path = bin.string() + ":" + std::getenv("PATH");
+  auto env = [&](const std::string& version) {
+    return std::map<std::string, std::string>{
+        {"PATH", path}, {"FAKE_VERSION", version}, {"SEED_FILE", seed.string()}};
+  };
+  const char* cost = R"({ "instrument": "callgrind", "requests": 50, "warmup_requests": 5 })";
+  testing::write_file(profile_, with_cost(cost));
+  auto first = run(env("3.99.0"));
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_EQ(testing::read_file(seed), "0\n");
+  EXPECT_NE(first.err.find("cost phase: runtime Python 3.99.0; python with PYTHONHASHSEED=0"),
+            std::string::npos)
+      << first.err;
+  auto again = run(env("3.99.0"));
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "pass") << again.out;
+  EXPECT_TRUE(metric("instructions_per_request")["change_pct"].is_number()) << again.out;
+  auto upgraded = run(env("3.99.1"));
+  ASSERT_EQ(upgraded.exit_code, 0) << upgraded.out << upgraded.err;
+  EXPECT_FALSE(metric("instructions_per_request")["change_pct"].is_number())
+      << "judged across runtime versions:\n"
+      << upgraded.out;
+
+  testing::write_file(profile_, with_cost(R"({ "instrument": "callgrind", "requests": 50,
+      "warmup_requests": 5, "steady_runtime": false })"));
+  auto as_written = run(env("3.99.0"));
+  ASSERT_EQ(as_written.exit_code, 0) << as_written.out << as_written.err;
+  EXPECT_EQ(testing::read_file(seed), "unset\n");
+  EXPECT_NE(as_written.err.find("as started (cost.steady_runtime: false)"), std::string::npos)
+      << as_written.err;
 }
 
 // Paired mode counts both builds in the same job: the same build passes, a
