@@ -5,6 +5,9 @@
 
 #include "perfgate/host/callgrind_session.h"
 
+#include "perfgate/core/error.h"
+#include "support/test_support.h"
+
 namespace perfgate {
 namespace {
 
@@ -52,6 +55,60 @@ TEST(CountedDumpFiles, OtherNamesAreNotDumps) {
   Files files = {"callgrind.out.",           "callgrind.out.x1", "callgrind.out.12.a",
                  "callgrind.out.1234567890", "xcallgrind.out.5", "callgrind.out.12.3.4"};
   EXPECT_TRUE(counted_dump_files({}, {}, files, files).empty());
+}
+
+// The reading half of a count, on a folder of dumps: the counted ones summed,
+// and its two errors, each one line that says what was lost.
+class SumCountedDumps : public ::testing::Test {
+ protected:
+  void dump(const std::string& name, const std::string& ir) {
+    testing::write_file(dir_ / name, "events: Ir\nsummary: " + ir + "\n\ntotals: " + ir + "\n");
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(SumCountedDumps, SumsTheDumpsOfTheLiveAndTheEndedOnce) {
+  dump("callgrind.out.100.1", "1000");  // before the mark: the warm-up's
+  DumpMark mark = {"callgrind.out.100.1"};
+  dump("callgrind.out.100.2", "50");  // the parent's closing dump
+  dump("callgrind.out.201", "700");   // a child that exited
+  auto after_dump = Files{"callgrind.out.100.1", "callgrind.out.100.2", "callgrind.out.201"};
+  auto counted = sum_counted_dumps(
+      dir_.path(), mark, {100}, after_dump, [] { return std::vector<pid_t>{100}; },
+      std::chrono::seconds(1));
+  EXPECT_EQ(counted.totals.at("Ir"), 750);
+  EXPECT_EQ(counted.processes, 2);
+  EXPECT_EQ(counted.ended, 1);
+}
+
+TEST_F(SumCountedDumps, AProcessThatNeverEndsIsAnErrorAfterTheTimeout) {
+  try {
+    sum_counted_dumps(
+        dir_.path(), {}, {100}, {},
+        [] {
+          return std::vector<pid_t>{100, 301};
+        },
+        std::chrono::milliseconds(50));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(first: PID 301) still ran"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("cost.timeout waits longer"), std::string::npos);
+  }
+}
+
+TEST_F(SumCountedDumps, AnEndedProcessWithAnEmptyDumpIsAnError) {
+  testing::write_file(dir_ / "callgrind.out.202", "");
+  try {
+    sum_counted_dumps(
+        dir_.path(), {}, {100}, {}, [] { return std::vector<pid_t>{100}; },
+        std::chrono::seconds(1));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("process 202 of the service ended without writing"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -193,7 +193,13 @@ CountedDumps CallgrindSession::dump_since(const DumpMark& mark,
                                           Nanos timeout) const {
   auto answered = monitor("dump perfgate", timeout);
   std::sort(answered.begin(), answered.end());
-  auto after_dump = dump_files(dir_);
+  return sum_counted_dumps(dir_, mark, answered, dump_files(dir_), running, timeout);
+}
+
+CountedDumps sum_counted_dumps(const fs::path& dir, const DumpMark& mark,
+                               const std::vector<pid_t>& answered,
+                               const std::vector<std::string>& after_dump,
+                               const std::function<std::vector<pid_t>()>& running, Nanos timeout) {
   // Children that served the last requests may still be exiting: their final
   // dumps are written as they end.
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -212,8 +218,8 @@ CountedDumps CallgrindSession::dump_since(const DumpMark& mark,
   }
   CountedDumps out;
   std::set<pid_t> processes, ended;
-  for (const auto& name : counted_dump_files(mark, answered, after_dump, dump_files(dir_))) {
-    fs::path file = dir_ / name;
+  for (const auto& name : counted_dump_files(mark, answered, after_dump, dump_files(dir))) {
+    fs::path file = dir / name;
     auto read = read_bounded(file, kMaxDumpBytes);
     if (read.error || read.too_large) throw Error(file.string() + ": cannot read the dump");
     auto d = dump_name(name);

@@ -64,6 +64,16 @@ std::vector<std::string> counted_dump_files(const DumpMark& mark,
                                             const std::vector<std::string>& after_dump,
                                             const std::vector<std::string>& after_exit);
 
+/// The second half of CallgrindSession::dump_since, once the processes in
+/// `answered` (sorted) have dumped and `after_dump` lists `dir`: waits until the
+/// only processes still running (`running`) are those, then sums the counted
+/// dumps of `dir` since `mark`. Throws Error when others still run after
+/// `timeout`, or an ended process's final dump is empty (it was killed).
+CountedDumps sum_counted_dumps(const std::filesystem::path& dir, const DumpMark& mark,
+                               const std::vector<pid_t>& answered,
+                               const std::vector<std::string>& after_dump,
+                               const std::function<std::vector<pid_t>()>& running, Nanos timeout);
+
 class CallgrindSession {
  public:
   /// `dir` must exist and be this session's alone (its files are read back).
