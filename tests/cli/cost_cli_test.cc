@@ -57,6 +57,21 @@ std::string profile(const std::string& cost, bool paired, const std::string& mod
 
 const char* kCost = R"({ "instrument": "callgrind", "requests": 200, "warmup_requests": 40 })";
 
+// A stored-mode profile of the same short timed part around any service and cost.
+std::string service_profile(const std::string& service, const std::string& cost) {
+  return R"({ "name": "cost-test",
+  "target": { "url": "http://127.0.0.1:${PORT}/" },
+  "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
+  "repeat": { "count": 2, "discard": 0 },
+  "saturation": )" +
+         std::string(kQuiet) + R"(,
+  "thresholds": { "error_rate": { "max": "1%" } },
+  "service": )" +
+         service + R"(,
+  "cost": )" +
+         cost + "\n}";
+}
+
 class CostCliTest : public ::testing::Test {
  protected:
   CommandResult run(std::map<std::string, std::string> env, std::vector<std::string> extra = {}) {
@@ -156,19 +171,12 @@ TEST_F(CostCliTest, ChildrenThatExitDuringTheCountAreCountedOnce) {
 TEST_F(CostCliTest, ANodeServiceIsCountedSteadilyByDefault) {
   ASSERT_EQ(testing::run_command({"/bin/sh", "-c", "command -v node"}, {}, {}, 30).exit_code, 0)
       << "no node on PATH (ci/install-deps.sh --test installs it)";
-  testing::write_file(profile_, R"({ "name": "node-cost",
-  "target": { "url": "http://127.0.0.1:${PORT}/" },
-  "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
-  "repeat": { "count": 2, "discard": 0 },
-  "saturation": )" + std::string(kQuiet) +
-                                    R"(,
-  "thresholds": { "error_rate": { "max": "1%" } },
-  "service": { "command": ["node", ")" +
-                                    std::string(PERFGATE_SOURCE_DIR) +
-                                    R"(/tests/tools/node_server.js", "${PORT}", "${ROUNDS}"],
-               "ready_url": "http://127.0.0.1:${PORT}/health" },
-  "cost": { "instrument": "callgrind", "requests": 60, "warmup_requests": 20 }
-})");
+  testing::write_file(
+      profile_,
+      service_profile(R"({ "command": ["node", ")" + std::string(PERFGATE_SOURCE_DIR) +
+                          R"(/tests/tools/node_server.js", "${PORT}", "${ROUNDS}"],
+               "ready_url": "http://127.0.0.1:${PORT}/health" })",
+                      R"({ "instrument": "callgrind", "requests": 60, "warmup_requests": 20 })"));
   auto first = run({{"ROUNDS", "20000"}});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   EXPECT_NE(first.err.find("cost phase: runtime v"), std::string::npos) << first.err;
@@ -203,17 +211,9 @@ TEST_F(CostCliTest, AKnownRuntimeIsMadeSteadyAndItsVersionKeysTheCounts) {
                           "\" --port \"$1\" --work-rounds 2000\n");
   fs::permissions(bin / "python3", fs::perms::owner_all);
   auto with_cost = [](const std::string& cost) {
-    return R"({ "name": "cost-test",
-    "target": { "url": "http://127.0.0.1:${PORT}/" },
-    "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
-    "repeat": { "count": 2, "discard": 0 },
-    "saturation": )" +
-           std::string(kQuiet) +
-           R"(,
-    "thresholds": { "error_rate": { "max": "1%" } },
-    "service": { "command": ["python3", "${PORT}"], "ready_url": "http://127.0.0.1:${PORT}/health" },
-    "cost": )" +
-           cost + "\n}";
+    return service_profile(
+        R"({ "command": ["python3", "${PORT}"], "ready_url": "http://127.0.0.1:${PORT}/health" })",
+        cost);
   };
   std::string path = bin.string() + ":" + std::getenv("PATH");
   auto env = [&](const std::string& version) {
@@ -303,21 +303,11 @@ TEST_F(CostCliTest, WithoutValgrindTheCountIsSkippedOrRequired) {
 // with Valgrind's last words and the timed verdict stands; named, it is exit 3.
 TEST_F(CostCliTest, AServiceThatCannotRunUnderValgrindSkipsAutoAndFailsNamed) {
   auto with_cost = [](const std::string& cost) {
-    return R"({ "name": "cost-test",
-    "target": { "url": "http://127.0.0.1:${PORT}/" },
-    "load": { "threads": 1, "connections": 2, "duration": "150ms", "warmup": "0s" },
-    "repeat": { "count": 2, "discard": 0 },
-    "saturation": )" +
-           std::string(kQuiet) +
-           R"(,
-    "thresholds": { "error_rate": { "max": "1%" } },
-    "service": { "command": ["/bin/sh", "-c",
+    return service_profile(R"({ "command": ["/bin/sh", "-c",
         "case \"$LD_PRELOAD\" in *vgpreload*) [ -z \"$HANG\" ] || exec sleep 60; echo 'this build refuses Valgrind' >&2; exit 1;; esac; exec \"$0\" --port \"$1\" --work-rounds 10",
-        ")" +
-           std::string(PERFGATE_COUNTED_SERVER) +
-           R"(", "${PORT}"], "ready_url": "http://127.0.0.1:${PORT}/health" },
-    "cost": )" +
-           cost + "\n}";
+        ")" + std::string(PERFGATE_COUNTED_SERVER) +
+                               R"(", "${PORT}"], "ready_url": "http://127.0.0.1:${PORT}/health" })",
+                           cost);
   };
   testing::write_file(profile_, with_cost(R"({ "instrument": "auto", "requests": 50 })"));
   auto skipped = run({});
