@@ -157,6 +157,9 @@ sys.exit(1 if errors else 0)
 }
 
 std::string perfgate_binary() {
+  // CI runs the load-running CLI tests against the shipped -O2 build
+  // (tests/CMakeLists.txt, PERFGATE_CLI_BINARY); every other test, this build's.
+  if (const char* other = std::getenv("PERFGATE_TEST_BINARY"); other && *other) return other;
   return PERFGATE_BINARY;
 }
 fs::path source_dir() {
