@@ -149,9 +149,15 @@ void expect_rejected_untouched(const fs::path& path, const std::string& expected
   EXPECT_FALSE(fs::exists(path.string() + "-journal"));
 }
 
-TEST(BaselineStore, CreatesParentFoldersAndReopens) {
+TEST(BaselineStore, CreatesTheDefaultFolderAndReopens) {
   TempDir dir;
-  auto path = dir / "baselines/nested/perfgate.db";
+  auto cwd = fs::current_path();
+  fs::current_path(dir.path());
+  struct Back {
+    fs::path to;
+    ~Back() { fs::current_path(to); }
+  } back{cwd};
+  fs::path path = kDefaultStorePath;
   {
     auto store = BaselineStore::open(path);
     EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);
@@ -163,6 +169,27 @@ TEST(BaselineStore, CreatesParentFoldersAndReopens) {
   EXPECT_EQ(store.run_count(), 1);
   EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);
   EXPECT_EQ(sqlite_text(path, "PRAGMA application_id"), std::to_string(0x50664774));
+}
+
+// A typo in --store made folders and a new store, and the run said "no
+// baseline yet": any folder but the default's must exist.
+TEST(BaselineStore, AStoreInAFolderThatDoesNotExistIsRefusedWithTheMkdir) {
+  TempDir dir;
+  auto path = dir / "baselnes/nested/perfgate.db";
+  try {
+    BaselineStore::open(path);
+    FAIL() << "opened a store in a folder that does not exist";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("folder " + (dir / "baselnes/nested").string() + " does not exist"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("mkdir -p " + (dir / "baselnes/nested").string()), std::string::npos)
+        << what;
+  }
+  EXPECT_FALSE(fs::exists(dir / "baselnes"));
+  fs::create_directories(dir / "baselnes/nested");
+  EXPECT_EQ(BaselineStore::open(path).run_count(), 0);
 }
 
 TEST(BaselineStore, WalModeIsOn) {

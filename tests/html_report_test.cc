@@ -101,6 +101,42 @@ TEST(HtmlReportTest, ChartsServiceCpuPerRequestWhenMeasured) {
   EXPECT_NE(html.find("data-metric=\"service_cpu_us_per_request\""), std::string::npos);
 }
 
+// A paired run's baseline is its own other side, and its table has the
+// metrics it was gated on beyond the timed ones: the service's CPU and the
+// counted cost (issue 48: "baseline: none", and the deciding count missing).
+TEST(HtmlReportTest, APairedCountedRunIsTabledAgainstItsOwnBaselineSide) {
+  auto runs = history();
+  RunRecord base = testing::synthetic_run(13, 20000, 2.0);
+  base.id = 13;
+  base.kind = "paired-baseline";
+  base.pair = "p1";
+  RunRecord cand = testing::synthetic_run(14, 19000, 2.0);
+  cand.id = 14;
+  cand.kind = "paired";
+  cand.pair = "p1";
+  for (RunRecord* run : {&base, &cand}) {
+    run->cost.instrument = "callgrind";
+    run->cost.key = "k";
+    double count = run == &base ? 1000 : 1100;
+    run->cost.launches = {{{"instructions_per_request", count}},
+                          {{"instructions_per_request", count}}};
+    for (const Iteration& it : run->iterations)
+      run->service_cpu_s.push_back(static_cast<double>(it.stats.responses) * 2e-6);
+  }
+  runs.push_back(base);
+  runs.push_back(cand);
+  HtmlReportInput in = html_input(runs);
+  ASSERT_TRUE(in.baseline);
+  EXPECT_EQ(in.runs[*in.baseline].id, 13);
+  std::string html = html_report(in);
+  EXPECT_NE(html.find("baseline: run 13"), std::string::npos);
+  auto at = html.find("<tr><td>instructions_per_request</td>");
+  ASSERT_NE(at, std::string::npos) << html.substr(html.find("<table>"));
+  std::string row = html.substr(at, html.find("</tr>", at) - at);
+  EXPECT_NE(row.find("<td>+10.0%</td>"), std::string::npos) << row;
+  EXPECT_NE(html.find("<td>service_cpu_us_per_request</td>"), std::string::npos);
+}
+
 TEST(HtmlReportTest, ASingleRunHasNoBaseline) {
   auto runs = history();
   runs.resize(1);

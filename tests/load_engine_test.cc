@@ -144,7 +144,7 @@ TEST(LoadEngine, OtherKindsAreErrors) {
 TEST(LoadEngine, ProbeThrowsNamingTheUrlOfAClosedPort) {
   std::string url = "http://127.0.0.1:" + std::to_string(testing::unused_port()) + "/";
   EXPECT_EQ(error_of([&] { probe_target(target_at(url), 2s); }),
-            "cannot reach " + url + ": Couldn't connect to server");
+            "cannot reach " + url + ": nothing accepts connections there (no server listening?)");
 }
 
 TEST(LoadEngine, ProbeAcceptsAnyHttpStatus) {

@@ -17,6 +17,7 @@ std::filesystem::path recipe_file(std::string_view name) {
 
 EnvLookup recipe_env() {
   std::map<std::string, std::string> vars = {{"PERFGATE_SERVICE_COMMAND", "exec ./server"},
+                                             {"PERFGATE", "/usr/bin/perfgate"},
                                              {"PERFGATE_BASELINE_DIR", "/tmp/base"}};
   return [vars](std::string_view name) -> std::optional<std::string> {
     auto it = vars.find(std::string(name));
@@ -26,7 +27,7 @@ EnvLookup recipe_env() {
 }
 
 TEST(ProfileRecipe, EachIsItsFileInCiProfilesByteForByte) {
-  ASSERT_EQ(profile_recipes().size(), 3u);
+  ASSERT_EQ(profile_recipes().size(), 4u);
   for (const auto& recipe : profile_recipes())
     EXPECT_EQ(recipe.text, testing::read_file(recipe_file(recipe.name))) << recipe.name;
 }
@@ -36,11 +37,11 @@ TEST(ProfileRecipe, FindsByNameWithoutThePrefix) {
   EXPECT_EQ(find_recipe("pr-paired")->name, "pr-paired");
   EXPECT_FALSE(find_recipe("recipe:pr-paired"));
   EXPECT_FALSE(find_recipe("hello"));
-  EXPECT_EQ(recipe_names(), "default-branch, hello-sharded, pr-paired");
+  EXPECT_EQ(recipe_names(), "default-branch, hello-paired, hello-sharded, pr-paired");
 }
 
 TEST(ProfileRecipe, LoadsAsTheFileDoesWithTheSameHash) {
-  for (std::string name : {"default-branch", "hello-sharded", "pr-paired"}) {
+  for (std::string name : {"default-branch", "hello-paired", "hello-sharded", "pr-paired"}) {
     Profile built_in = load_profile("recipe:" + name, recipe_env());
     Profile file = load_profile(recipe_file(name), recipe_env());
     EXPECT_EQ(built_in.hash, file.hash) << name;
@@ -54,9 +55,11 @@ TEST(ProfileRecipe, AnUnknownRecipeNamesTheKnownOnes) {
     load_profile("recipe:hello", recipe_env());
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "recipe:hello: no such recipe; perfgate has default-branch, hello-sharded, pr-paired "
-              "(a file named so needs ./ in front)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "recipe:hello: no such recipe; perfgate has default-branch, hello-paired, hello-sharded, "
+        "pr-paired "
+        "(a file named so needs ./ in front)");
   }
 }
 

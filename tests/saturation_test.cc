@@ -50,6 +50,25 @@ TEST_P(SaturationRuleTest, EachRuleNamesItsFigure) {
   ASSERT_EQ(s.reasons.size(), 1u);
   EXPECT_EQ(s.reasons[0], rule.reason);
   EXPECT_TRUE(s.shared.empty());
+  // Each reason comes with what to do: the limit's profile key, and for a busy
+  // host paired mode as the way out that needs no quieter machine.
+  auto advice = saturation_advice(s);
+  ASSERT_EQ(advice.size(), 1u) << rule.name;
+  if (std::string(rule.name) != "nic") {
+    EXPECT_NE(advice[0].find("is the limit"), std::string::npos) << advice[0];
+  }
+  EXPECT_EQ(advice[0].find("paired mode") != std::string::npos, rule.busy_host) << advice[0];
+}
+
+TEST(SaturationTest, ALaptopsBrowserSaysWhichLimitAndThePairedWayOut) {
+  std::vector<WindowSummary> kept(5, quiet());
+  for (auto& w : kept) w.foreign_cpu_mean_pct = 27;
+  auto advice = saturation_advice(eval(kept));
+  ASSERT_EQ(advice.size(), 1u);
+  EXPECT_EQ(advice[0],
+            "other processes used the CPU: stop them for the run (a browser, a build), or gate in "
+            "paired mode, where a busy host slows both builds alike (docs/ci.md, \"Paired mode\"); "
+            "saturation.foreign_cpu is the limit");
 }
 
 // Paired mode: a busy host falls on both sides' alternating windows, so it is
@@ -65,6 +84,11 @@ TEST_P(SaturationRuleTest, PairedModeSharesOnlyTheBusyHostRules) {
   ASSERT_EQ(found.size(), 1u) << rule.name;
   EXPECT_EQ(found[0], rule.reason);
   EXPECT_EQ((rule.busy_host ? s.reasons : s.shared).size(), 0u) << rule.name;
+  // Noted, nothing to do; a paired side's reason is advised as its rule is.
+  EXPECT_EQ(saturation_advice(s).size(), rule.busy_host ? 0u : 1u) << rule.name;
+  Saturation sided = s;
+  for (auto& reason : sided.reasons) reason = "baseline side: " + reason;
+  EXPECT_EQ(saturation_advice(sided), saturation_advice(s)) << rule.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -259,7 +259,8 @@ void register_calibrate_command(CommandSet& commands) {
       ->check(CLI::Range(0.1, 1000.0));
   cmd->add_option("--run-cost", opt->run_cost,
                   "What a launch costs (service start and warm-up), e.g. 3s (default: measured)");
-  cmd->add_flag("!--no-record", opt->record, "Do not store the calibration runs");
+  cmd->add_flag_callback(
+      "--no-record", [opt] { opt->record = false; }, "Do not store the calibration runs");
   cmd->add_flag("--if-needed", opt->if_needed,
                 "Run only while the store's noise pool for this profile and host holds runs "
                 "of fewer than 3 days, once a day (a pipeline's first runs)")

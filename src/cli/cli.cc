@@ -23,6 +23,7 @@
 #include "perfgate/cli/command.h"
 #include "perfgate/core/checked.h"
 #include "perfgate/core/exit_status.h"
+#include "perfgate/core/nearest_word.h"
 #include "perfgate/core/printable.h"
 #include "perfgate/core/stop_signal.h"
 #include "perfgate/report/github_annotations.h"
@@ -181,7 +182,8 @@ namespace {
 
 /// The whole command line, registered: the app, its commands and global options.
 struct CommandLine {
-  CLI::App app{"perfgate: a performance gate for CI pipelines"};
+  // Named, so that usage lines say "perfgate", not the path it was started by.
+  CLI::App app{"perfgate: a performance gate for CI pipelines", "perfgate"};
   CommandSet commands{app};
   std::string log_level = "info";
   std::string lock_wait;
@@ -216,6 +218,59 @@ struct CommandLine {
     register_calibrate_command(commands);
     register_merge_command(commands);
     register_comment_command(commands);
+    add_examples();
+  }
+
+  /// Each command's --help ends with examples and where the docs say more: a
+  /// newcomer met option lists alone.
+  void add_examples() {
+    const std::pair<const char*, const char*> examples[] = {
+        {"run",
+         "  perfgate run recipe:hello-paired         the demo: two builds in turns, decided\n"
+         "  perfgate run profile.json --junit out/junit.xml --json out/result.json\n"
+         "  perfgate run profile.json --no-record    judge without storing\n"
+         "Docs: README.md (\"Gate your own service\"), docs/profile.md, docs/ci.md"},
+        {"bench", "  perfgate bench http://127.0.0.1:8080/ -t 2 -c 50 -d 10s --latency"},
+        {"validate",
+         "  perfgate validate profile.json           check it and print its hash\n"
+         "Docs: docs/profile.md"},
+        {"recipe",
+         "  perfgate recipe                          list the CI recipes\n"
+         "  perfgate run recipe:pr-paired            run one (docs/ci.md)"},
+        {"doctor",
+         "  perfgate doctor profile.json             check this machine for that profile"},
+        {"store",
+         "  perfgate store check\n"
+         "  perfgate store prune --policy --max-size 50MB"},
+        {"report", "  perfgate report --html out/report.html"},
+        {"export", "  perfgate export --output benchmark.json"},
+        {"history",
+         "  perfgate history --limit 10\n"
+         "  perfgate history --json --profile hello"},
+        {"compare", "  perfgate compare 42                      judge run 42 again (see history)"},
+        {"accept", "  perfgate accept latest --reason \"intended: new feature\""},
+        {"reject", "  perfgate reject 42 --reason \"a noisy runner\""},
+        {"calibrate",
+         "  perfgate calibrate profile.json --runs 6  A/A runs: the noise, and limits "
+         "it allows\n"
+         "Docs: docs/statistics.md"},
+        {"merge",
+         "  perfgate merge shard-1.json shard-2.json --expect 2\n"
+         "Docs: docs/ci.md (shards)"},
+        {"comment", "  perfgate comment out/summary.md --key hello"},
+        {"demo-server",
+         "  perfgate demo-server --port 8080 --delay 2ms\n"
+         "                                           a service that waits 2 ms "
+         "a request"},
+    };
+    for (const auto& [name, text] : examples)
+      for (CLI::App* sub : app.get_subcommands([&](CLI::App* s) { return s->get_name() == name; }))
+        sub->footer(std::string("\nExamples:\n") + text);
+    app.footer(
+        "\nExamples:\n"
+        "  perfgate run recipe:hello-paired         the demo, decided in under a minute\n"
+        "  perfgate COMMAND --help                  a command's options and examples\n"
+        "Docs: README.md, docs/profile.md, docs/ci.md");
   }
 
   /// The first argument that looks like an option and that neither the app nor
@@ -242,6 +297,33 @@ struct CommandLine {
     return std::nullopt;
   }
 
+  /// "unknown command ..." when the word where a command belongs names none
+  /// (`perfgate rnu`), with the nearest command's name when it looks like a typo
+  /// of one; nullopt when a command is named or none is given.
+  std::optional<std::string> unknown_command(int argc, char** argv) const {
+    for (int i = 1; i < argc; ++i) {
+      std::string word = argv[i];
+      if (word == "--") return std::nullopt;
+      if (word.size() > 1 && word[0] == '-') {
+        // A global option's value is the next word unless given with "=".
+        auto option = app.get_option_no_throw(word.substr(0, word.find('=')));
+        if (option && option->get_expected_min() > 0 && word.find('=') == std::string::npos) ++i;
+        continue;
+      }
+      std::vector<std::string> names;
+      for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        if (sub->check_name(word)) return std::nullopt;
+        names.push_back(sub->get_name());
+      }
+      std::vector<std::string_view> known(names.begin(), names.end());
+      auto nearest = nearest_word(word, known);
+      return "unknown command \"" + printable(word) + "\"" +
+             (nearest ? "; did you mean \"" + std::string(*nearest) + "\"?" : std::string()) +
+             " (perfgate --help lists the commands)";
+    }
+    return std::nullopt;
+  }
+
   /// nullopt when parsed and a command should run; else the exit code.
   std::optional<int> parse(int argc, char** argv) {
     try {
@@ -252,6 +334,10 @@ struct CommandLine {
       // CLI11 reports a missing argument before an unknown option: `validate
       // --help-me` said "profile is required". The typo is the telling error.
       std::string what = e.what();
+      if (auto unknown = unknown_command(argc, argv)) {
+        std::cerr << "perfgate: error: " << *unknown << "\n";
+        return to_int(ExitStatus::kError);
+      }
       if (dynamic_cast<const CLI::RequiredError*>(&e))
         if (auto unknown = unknown_option(argc, argv)) what = "unknown option " + *unknown;
       std::cerr << "perfgate: error: " << printable(what) << " (see --help)\n";

@@ -97,9 +97,9 @@ int run_demo_server(DemoArgs args) {
 
 void register_demo_server_command(CommandSet& commands) {
   auto args = std::make_shared<DemoArgs>();
-  // Hidden from the main help (empty group): a target for the demo and the tests.
-  auto* demo =
-      commands.app().add_subcommand("demo-server", "Serve the demo target on 127.0.0.1")->group("");
+  // Listed: the demo profiles and the README start it (a newcomer met it hidden).
+  auto* demo = commands.app().add_subcommand(
+      "demo-server", "Serve a demo target on 127.0.0.1 (the demo profiles start it)");
   demo->add_option("--port", args->options.port, "Port (0 = any free one)")->capture_default_str();
   demo->add_option("--port-file", args->port_file, "Write the bound port here");
   demo->add_option("--delay", args->delay, "Delay added to every --delay-every-th response");

@@ -36,7 +36,9 @@ void add_gate_options(CLI::App* command, const std::shared_ptr<RunOptions>& opt)
   command->add_flag("--any-placement", opt->any_placement,
                     "Take baselines from runs whose load and service shared CPUs otherwise "
                     "(apart / mixed), not only from runs of this run's placement class");
-  command->add_flag("!--no-record", opt->record, "Judge without storing this run");
+  // A callback, not CLI11's "!" negation, which --help showed as "--no-record{false}".
+  command->add_flag_callback(
+      "--no-record", [opt] { opt->record = false; }, "Judge without storing this run");
   command
       ->add_option_function<std::string>(
           "--no-baseline",

@@ -140,7 +140,7 @@ std::string p_text(double p) {
 
 // "(-10.0%, 95% CI -12.1%..-8.0%, p=0.001)": the change and how sure it is.
 std::string change_text(const MetricCheck& c, double confidence) {
-  std::string text = "(" + signed_pct(*c.change_pct);
+  std::string text = "(" + signed_pct(*judged_change_pct(c));
   if (c.test && std::isfinite(c.test->ci_low_pct))  // no interval without a test of runs
     text += ", " + level_text(confidence) + "% CI " + signed_pct(c.test->ci_low_pct) + ".." +
             signed_pct(c.test->ci_high_pct) + ", " + p_text(c.test->p_value);
@@ -329,7 +329,21 @@ double failable_pct(const ChangeTest& t, const Limits& l) {
 // change at W then passes, and one just past F fails, each with 80 % power;
 // the interval narrows with the square root of the count). For whole runs, a
 // quieter runner or paired mode (a run's own noise does not average away).
-std::string why_inconclusive(const ChangeTest& t, const Limits& l) {
+// What decides in minutes when more of the same would take hours: "about 4321
+// pairs would decide" was advice nobody could follow (issue 48, item 6).
+std::string cheaper_step(std::string_view metric) {
+  std::string quieter = "a quieter machine narrows it (perfgate doctor says what is busy)";
+  if (metric == "throughput_rps" || metric == "service_cpu_us_per_request" ||
+      metric == "requests_per_service_cpu_s")
+    return "the counted cost (cost.instrument, docs/cost.md) decides the service's work per "
+           "request beside any neighbour, in a minute for a native service; " +
+           quieter;
+  if (metric.starts_with("latency_"))
+    return "longer windows (load.duration) give each window's tail more responses; " + quieter;
+  return quieter;
+}
+
+std::string why_inconclusive(const ChangeTest& t, const Limits& l, std::string_view metric) {
   std::string level = level_text(t.confidence_pct) + "%";
   if (!t.detectable_pct && t.unit == "runs")
     return t.method +
@@ -365,8 +379,12 @@ std::string why_inconclusive(const ChangeTest& t, const Limits& l) {
   // Past a million no count is a plan: the noise itself is the problem.
   std::string count = needed > 1e6 ? "more than a million"
                                    : "about " + std::to_string(static_cast<long long>(needed));
-  return text + "; " + count + " " + t.unit + " would decide (this run has " +
-         std::to_string(t.n_now) + ")";
+  text +=
+      "; " + count + " " + t.unit + " would decide (this run has " + std::to_string(t.n_now) + ")";
+  // Four times the run, or past what a budgeted run measures: no plan.
+  if (needed > std::max(4.0 * t.n_now, 60.0))
+    text += ", more than a run takes: " + cheaper_step(metric);
+  return text;
 }
 
 // A sequential look judges the fail limit on its interval's near end at the
@@ -410,7 +428,7 @@ void check_relative(const MetricDef& def, MetricCheck& c) {
   auto limits = limits_of(t);
   if (!limits) return;
   double confidence = c.test ? c.test->confidence_pct : 95;
-  double worse = regression_pct(def, *c.change_pct);
+  double worse = regression_pct(def, *judged_change_pct(c));
   auto describe = [&](const std::string& what, double limit) {
     return std::string(def.key) + " " + with_unit(c.value, def.unit) + " vs baseline " +
            with_unit(*c.baseline, def.unit) + " " + change_text(c, confidence) + ", " + what +
@@ -441,10 +459,10 @@ void check_relative(const MetricDef& def, MetricCheck& c) {
   } else if (!sure || most > limits->pass) {
     c.verdict = Verdict::kWarn;
     c.inconclusive = true;
-    c.message =
-        "inconclusive: " + describe(t.fail_pct ? "fail" : "warn", limits->pass) +
-        ", neither surely within nor surely past it: " + why_inconclusive(*c.test, *limits) +
-        unfailed_text(*c.test, worse, past, limits->pass);
+    c.message = "inconclusive: " + describe(t.fail_pct ? "fail" : "warn", limits->pass) +
+                ", neither surely within nor surely past it: " +
+                why_inconclusive(*c.test, *limits, def.key) +
+                unfailed_text(*c.test, worse, past, limits->pass);
   }
 }
 
@@ -470,7 +488,7 @@ bool thin_tail(const MetricDef& def, const RunFigures& now, MetricCheck& c) {
   double needed = std::ceil(kMinTailResponses * 100 / (100 - def.percentile));
   c.verdict = Verdict::kWarn;
   c.inconclusive = true;
-  c.message = "inconclusive: " + std::string(def.key) + " " + signed_pct(*c.change_pct) +
+  c.message = "inconclusive: " + std::string(def.key) + " " + signed_pct(*judged_change_pct(c)) +
               " rests on " + fixed(tail, 1) + " responses beyond it a " + unit + " (of " +
               fixed(responses, 0) + "); judging it needs " + compact(kMinTailResponses) + ", " +
               fixed(needed, 0) + " responses a " + unit +
@@ -513,8 +531,6 @@ MetricCheck measure_metric(const MetricDef& def, const RunFigures& now,
     if (c.change_pct && values != now.values.end())
       c.test = test_change(values->second, *baseline, c.metric, c.value, confidence,
                            c.thresholds.warn_pct ? c.thresholds.warn_pct : c.thresholds.fail_pct);
-    // One estimate: the limits judge the change whose interval is reported.
-    if (c.test) c.change_pct = c.test->estimate_pct;
     if (c.test && estimate_level) {
       auto at = test_change(values->second, *baseline, c.metric, c.value, *estimate_level);
       if (at) c.test->estimate_bound = {*estimate_level, at->ci_low_pct, at->ci_high_pct};
@@ -704,12 +720,17 @@ bool shows_regression(const std::vector<MetricCheck>& checks) {
                      [](const MetricCheck& c) { return shows_regression(c); });
 }
 
+std::optional<double> judged_change_pct(const MetricCheck& c) {
+  if (c.test) return c.test->estimate_pct;
+  return c.change_pct;
+}
+
 Judgement judge(const RunFigures& now, const BaselineSample* baseline, const ThresholdSet& limits,
                 const Saturation& saturation, const DecisionSettings& settings,
                 const BaselineSample* drift_reference) {
   Judgement j;
   j.family = tested_family(now, baseline, limits) + settings.extra_family;
-  j.confidence_pct = family_confidence(settings.confidence, j.family);
+  j.confidence_pct = j.share_pct = family_confidence(settings.confidence, j.family);
   if (settings.look_level) j.confidence_pct = settings.look_level(j.confidence_pct);
   // The error rate's own alpha is not split over the metrics, but a sequential
   // run's looks spend it as they spend theirs: a fail at any look stops the run.

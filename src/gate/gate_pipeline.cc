@@ -226,7 +226,11 @@ void record_aborted(GateRun& gate, std::optional<BaselineStore>& store, const Pr
 }
 
 std::optional<BaselineStore> open_store(const RunOptions& options) {
-  if (!fs::exists(options.store_path)) return std::nullopt;
+  if (!fs::exists(options.store_path)) {
+    // Created after the load; a folder typo is said before it.
+    if (options.record) BaselineStore::check_folder(options.store_path);
+    return std::nullopt;
+  }
   if (!options.record)
     return BaselineStore::open(options.store_path, BaselineStore::Mode::kReadOnly);
   auto store = BaselineStore::open(options.store_path);

@@ -9,6 +9,7 @@
 #include <barrier>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -30,7 +31,10 @@ namespace {
 std::unique_ptr<ServiceProcess> start_service(const Profile& profile, const std::atomic<bool>& stop,
                                               const Placement& placement) {
   if (!profile.service || profile.service->command.empty()) return nullptr;  // only watched
-  spdlog::info("starting service: {}", profile.service->command.front());
+  // Its program's name, not its path: a log pasted elsewhere shows no machine's
+  // folders (and no argument, which may hold a secret).
+  spdlog::info("starting service: {}",
+               std::filesystem::path(profile.service->command.front()).filename().string());
   auto service = std::make_unique<ServiceProcess>(*profile.service, placement.service);
   // A signal here ends the run before any load.
   service->wait_ready(stop, profile.target.tls_verify);
@@ -183,12 +187,25 @@ struct DuetLeg {
   bool arrived = false;  // at `start`: a leg that failed before must drop out of it
 };
 
+// The probe before any load; where nothing listens and perfgate starts no
+// service, the line says how to have one (a newcomer met only "Couldn't connect").
+void probe_reachable(const Profile& profile) {
+  try {
+    probe_target(profile.target, profile.load.timeout);
+  } catch (const NothingListening& e) {
+    if (profile.service && !profile.service->command.empty()) throw;
+    throw NothingListening(std::string(e.what()) +
+                           ": start the service first, or add service.command to the profile "
+                           "so that perfgate starts it (docs/profile.md, \"service\")");
+  }
+}
+
 // One engine run of `plan` with the host sampled around it.
 Measurement run_load(const Profile& profile, const LoadPlan& plan, const std::atomic<bool>& stop,
                      const ServiceSearch& service, std::optional<WallTime> start_at,
                      Progress* progress, const Placement& placement, DuetLeg* duet = nullptr) {
   auto engine = make_load_engine(profile.load.engine, plan);  // auto looks at the whole mix
-  probe_target(profile.target, profile.load.timeout);
+  probe_reachable(profile);
   log_service(profile, service, progress ? spdlog::level::info : spdlog::level::debug);
   log_placement(placement, progress ? spdlog::level::info : spdlog::level::debug);
   wait_for_start(start_at, stop);
@@ -613,8 +630,8 @@ void measure_launch(PairBatch& batch, const Profile& baseline, int n, PairedMeas
         PairedSide{"candidate", candidate, attributed_service(candidate, candidate_service.get()),
                    out.candidate}};
     // Both reachable before anything is said: an unreachable side is one error line.
-    probe_target(baseline.target, baseline.load.timeout);
-    probe_target(candidate.target, candidate.load.timeout);
+    probe_reachable(baseline);
+    probe_reachable(candidate);
     auto level = first ? spdlog::level::info : spdlog::level::debug;
     for (const auto& side : sides) log_service(side.profile, side.service, level);
     if (first) log_placement(batch.placement, spdlog::level::info);

@@ -321,7 +321,8 @@ GateResult paired_result(const PairedContext& c, PairedState& s, const RunOption
                        std::nullopt,
                        s.p.cand.pair,
                        r.iterations_kept,
-                       to_seconds(c.profile.paired->leg_warmup)};
+                       to_seconds(c.profile.paired->leg_warmup),
+                       s.p.base.cost};
   record_pair(options, c.store, s.p, r, paired);
   r.notes.insert(
       r.notes.begin(),
@@ -408,6 +409,10 @@ BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
   selection.baseline->sample.pooled = stored_run_figures(*partner, block);
   if (block > 1) selection.baseline->sample.paired_unit = "blocks";
   selection.baseline->sample.paired = true;
+  // The counted cost against the baseline side's own launches, as the run was
+  // judged: without them a paired run that failed on its counts came back warn.
+  if (partner->cost.ran() && partner->cost.key == run.cost.key)
+    selection.cost = {partner->cost.launches, "launches"};
   return selection;
 }
 

@@ -16,6 +16,7 @@ struct Rule {
   bool below = false;      // memory: the figure must stay above
   bool busy_host = false;  // the host's load, not perfgate's: shared by a pair's sides
   std::function<std::optional<double>(const WindowSummary&)> figure;
+  std::string advice;  // what a user can do about it, for Saturation::advice
 };
 
 std::string fmt(double v) {
@@ -48,26 +49,44 @@ std::optional<std::string> check(const Rule& r, const std::vector<WindowSummary>
          std::to_string(kept.size()) + " iterations";
 }
 
+// A busy host falls on both sides of a paired run alike: the way out that
+// needs no quieter machine.
+constexpr const char* kPairedWayOut =
+    "or gate in paired mode, where a busy host slows both builds alike (docs/ci.md, \"Paired "
+    "mode\")";
+
 std::vector<Rule> rules(const SaturationSpec& spec, const SaturationContext& context) {
   std::vector<Rule> out = {
       {"load thread at", "% of a core", spec.generator_thread_cpu_pct, false, false,
-       [](const WindowSummary& w) { return std::optional(w.generator_thread_pct); }},
+       [](const WindowSummary& w) { return std::optional(w.generator_thread_pct); },
+       "the load generator set the pace: give it more threads (load.threads) or fewer "
+       "connections; saturation.generator_cpu is the limit"},
       {"foreign CPU", "% of the host", spec.foreign_cpu_pct, false, true,
-       [](const WindowSummary& w) { return std::optional(w.foreign_cpu_mean_pct); }},
+       [](const WindowSummary& w) { return std::optional(w.foreign_cpu_mean_pct); },
+       std::string("other processes used the CPU: stop them for the run (a browser, a build), ") +
+           kPairedWayOut + "; saturation.foreign_cpu is the limit"},
       {"CPU steal", "%", spec.steal_pct, false, true,
-       [](const WindowSummary& w) { return std::optional(w.steal_mean_pct); }},
+       [](const WindowSummary& w) { return std::optional(w.steal_mean_pct); },
+       std::string("the hypervisor gave this machine's CPU to others: a dedicated runner, ") +
+           kPairedWayOut + "; saturation.steal is the limit"},
       // Memory stays saturation in paired mode too: a side's own service may be
       // what exhausts it, and swapping does not fall evenly on both sides.
       {"memory available", "%", spec.memory_available_min_pct, true, false,
-       [](const WindowSummary& w) { return std::optional(w.memory_available_min_pct); }},
+       [](const WindowSummary& w) { return std::optional(w.memory_available_min_pct); },
+       "the machine ran short of memory: free some, or a larger runner; "
+       "saturation.memory_available is the limit"},
       // Only the waiting the run's own tasks do not account for: a CPU-bound
       // service and its load on two cores wait for each other in every run alike.
       {"CPU pressure from other tasks", "%", spec.cpu_pressure_pct, false, true,
-       [](const WindowSummary& w) { return w.foreign_cpu_pressure_pct; }},
+       [](const WindowSummary& w) { return w.foreign_cpu_pressure_pct; },
+       std::string("other tasks kept the run's threads waiting for a CPU: stop them, ") +
+           kPairedWayOut + "; saturation.cpu_pressure is the limit"},
   };
   if (context.service_remote)
     out.push_back({"host CPU", "% busy", spec.host_cpu_pct, false, false,
-                   [](const WindowSummary& w) { return std::optional(w.host_cpu_mean_pct); }});
+                   [](const WindowSummary& w) { return std::optional(w.host_cpu_mean_pct); },
+                   "the load machine itself was busy: fewer connections, or more load machines "
+                   "(docs/ci.md, shards); saturation.host_cpu is the limit"});
   return out;
 }
 
@@ -99,6 +118,25 @@ Saturation evaluate_saturation(const std::vector<WindowSummary>& kept, const Sat
   if (auto reason = nic_reason(sampled)) s.reasons.push_back(*reason);
   s.saturated = !s.reasons.empty();
   return s;
+}
+
+std::vector<std::string> saturation_advice(const Saturation& saturation) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& advice) {
+    if (std::find(out.begin(), out.end(), advice) == out.end()) out.push_back(advice);
+  };
+  // Every rule, the remote host's too: a stored run is advised as it was judged.
+  auto all = rules(SaturationSpec{}, SaturationContext{true, false});
+  for (const auto& reason : saturation.reasons) {
+    // "foreign CPU 87% ...", or a paired side's "baseline side: foreign CPU ...".
+    auto what =
+        reason.substr(reason.find(" side: ") == std::string::npos ? 0 : reason.find(" side: ") + 7);
+    for (const auto& rule : all)
+      if (what.starts_with(rule.what + " ")) add(rule.advice);
+    if (what.starts_with("network interfaces dropped"))
+      add("the network lost packets: measure over loopback, or on a quieter network");
+  }
+  return out;
 }
 
 std::optional<std::string> window_disturbance(const WindowSummary& w, const SaturationSpec& spec) {

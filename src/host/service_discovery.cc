@@ -381,6 +381,24 @@ std::string unattributed_advice(const std::string& listener) {
          "service.container";
 }
 
+std::vector<std::string> listening_on(const ProcReader& proc, const std::vector<pid_t>& pids) {
+  std::vector<std::string> out;
+  if (pids.empty()) return out;
+  auto sockets = listeners(proc, std::to_string(pids.front()) + "/net");
+  for (pid_t pid : pids) {
+    for (const auto& link : proc.fd_links(pid).value_or(std::vector<std::string>{})) {
+      auto inode = socket_inode(link);
+      if (!inode) continue;
+      for (const auto& socket : sockets) {
+        auto address = host_port(socket.address, socket.port);
+        if (socket.inode == *inode && std::find(out.begin(), out.end(), address) == out.end())
+          out.push_back(address);
+      }
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // The process perfgate started: its whole tree is the service's either way;

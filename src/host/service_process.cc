@@ -21,6 +21,7 @@
 #include "perfgate/core/error.h"
 #include "perfgate/host/placement.h"
 #include "perfgate/host/proc_reader.h"
+#include "perfgate/host/service_discovery.h"
 
 #include "service_keeper.h"
 
@@ -295,7 +296,13 @@ void ServiceProcess::wait_ready(const std::atomic<bool>& stop, bool tls_verify) 
                 in_quotes(spec_.command[0]) +
                 " to be ready; the service was stopped, nothing "
                 "stored");
-  // A service that answers 503 or 404 while it warms up did answer: say what it said.
+  // A service that answers 503 while it warms up did answer: say what it said.
+  // A 404 is no warm-up: the path is wrong, and waiting longer would not help.
+  if (last.rfind("status 404", 0) == 0 || last.rfind("status 405", 0) == 0)
+    throw Error("service " + in_quotes(spec_.command[0]) +
+                " not ready: " + redacted_url(spec_.ready_url) + " answered " + last +
+                ": the service runs but does not serve that path; set service.ready_url to "
+                "one it answers with a 2xx (its health check), and target.url to what to measure");
   if (last.rfind("status ", 0) == 0)
     throw Error("service " + in_quotes(spec_.command[0]) +
                 " not ready: " + redacted_url(spec_.ready_url) + " answered " + last + " until " +
@@ -303,7 +310,21 @@ void ServiceProcess::wait_ready(const std::atomic<bool>& stop, bool tls_verify) 
                 " had passed (ready is a 2xx or 3xx status; service.ready_timeout waits longer)");
   throw Error("service " + in_quotes(spec_.command[0]) +
               " not ready: " + redacted_url(spec_.ready_url) + " did not answer within " +
-              format_duration(spec_.ready_timeout) + (last.empty() ? "" : " (" + last + ")"));
+              format_duration(spec_.ready_timeout) + (last.empty() ? "" : " (" + last + ")") +
+              elsewhere_hint());
+}
+
+// A service started on another port than the profile's (a PORT it ignores, a
+// default of its own) waited out the timeout in silence: name what it holds.
+std::string ServiceProcess::elsewhere_hint() const {
+  auto held = listening_on(ProcReader("/"), processes());
+  if (held.empty()) return "";
+  std::string list;
+  for (const auto& address : held) list += (list.empty() ? "" : ", ") + address;
+  auto wanted = url_host_port(spec_.ready_url);
+  return "; it listens on " + list + " instead" +
+         (wanted ? " of port " + std::to_string(wanted->second) : std::string()) +
+         ": start it on the profile's port, or give target.url and service.ready_url its port";
 }
 
 std::vector<pid_t> ServiceProcess::processes() const {

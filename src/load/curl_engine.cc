@@ -677,6 +677,9 @@ void curl_probe(const TargetSpec& target, Nanos timeout) {
     throw Error("cannot reach " + shown_url(target) + ": " + probe_failure(code) +
                 " (if the service speaks plain HTTP, its TLS handshake never finishes: use "
                 "http://)");
+  if (code == CURLE_COULDNT_CONNECT)
+    throw NothingListening("cannot reach " + shown_url(target) +
+                           ": nothing accepts connections there (no server listening?)");
   if (code != CURLE_OK)
     throw Error("cannot reach " + shown_url(target) + ": " + probe_failure(code));
 }

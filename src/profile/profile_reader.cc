@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "perfgate/core/checked.h"
+#include "perfgate/core/nearest_word.h"
 #include "profile_limits.h"
 
 namespace perfgate::profile_detail {
@@ -33,27 +34,8 @@ std::string percent_text(double value) {
   return number_text(value) + "%";
 }
 
-static size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t substitution = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitution});
-    }
-  }
-  return row[b.size()];
-}
-
 std::string unknown_key_message(std::string_view key, Keys known) {
-  auto nearest = std::min_element(known.begin(), known.end(), [&](auto a, auto b) {
-    return edit_distance(key, a) < edit_distance(key, b);
-  });
-  // Past a third of the word a suggestion is a guess; list the choices instead.
-  if (nearest != known.end() && edit_distance(key, *nearest) <= std::max<size_t>(2, key.size() / 3))
+  if (auto nearest = nearest_word(key, known))
     return "unknown key; did you mean \"" + std::string(*nearest) + "\"?";
   std::string list;
   for (auto name : known) list += (list.empty() ? "" : ", ") + std::string(name);

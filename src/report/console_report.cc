@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "perfgate/host/host_sampler.h"
+#include "perfgate/host/saturation.h"
 #include "perfgate/report/report_format.h"
 
 namespace perfgate {
@@ -13,14 +14,18 @@ namespace {
 
 using report::one_line;
 
-constexpr size_t kColumns = 8;
+constexpr size_t kColumns = 9;
 using Row = std::array<std::string, kColumns>;
 // Figures line up on their decimal point when right-aligned; words read left to right.
-constexpr std::array<bool, kColumns> kRightAligned = {false, true, true,  true,
+constexpr std::array<bool, kColumns> kRightAligned = {false, true, true,  true, true,
                                                       true,  true, false, false};
 
+// "change" is what the two figures say; "estimate" is the test's, the centre
+// of the interval beside it and what the limits judge (they differ where the
+// test looks at pairs or windows, not at the two figures).
 Row header_row(const GateResult& r) {
-  return {"metric", "baseline", "now",    "change", report::level(r.confidence) + "% CI",
+  return {"metric", "baseline", "now",
+          "change", "estimate", report::level(r.confidence) + "% CI",
           "p",      "limit",    "verdict"};
 }
 
@@ -30,6 +35,7 @@ Row row_of(const MetricCheck& c) {
           c.baseline ? report::format_value(*c.baseline, c.unit) : "-",
           report::format_value(c.value, c.unit),
           report::format_change(c.change_pct),
+          report::format_estimate(c.test),
           report::format_interval(c.test),
           report::format_p(c.test),
           report::format_limits(c),
@@ -164,6 +170,8 @@ std::string notes(const GateResult& r) {
   if (r.saturation.saturated && r.saturation.reasons.empty())
     text += "saturated: the load machine was the bottleneck\n";
   for (const auto& reason : r.saturation.reasons) text += "saturated: " + one_line(reason) + "\n";
+  for (const auto& advice : saturation_advice(r.saturation))
+    text += "what to do: " + one_line(advice) + "\n";
   return text;
 }
 

@@ -276,6 +276,11 @@ std::string latest_table(const HtmlReportInput& in) {
   std::string out = "<h2>Latest run against its baseline</h2>\n" + latest_summary(in);
   out += "<table>\n" + row({"metric", "baseline", "latest", "change", "limits"}, "th");
   for (const MetricDef& def : metric_defs()) out += table_row(in, def);
+  // The service's CPU and the counted cost where the latest run has them: a
+  // paired counted run's deciding metric was missing from its own page.
+  for (auto defs : {host_metric_defs(), cost_metric_defs()})
+    for (const MetricDef& def : defs)
+      if (std::isfinite(figure(in.runs.back(), def.key))) out += table_row(in, def);
   return out + "</table>\n";
 }
 
@@ -319,6 +324,15 @@ RunPoint run_point(const RunRecord& run) {
                  run.saturation,
                  stored_run_figures(run).summary,
                  std::nullopt};
+  // A counted run's figure per cost metric: the median of its launches.
+  for (const MetricDef& def : cost_metric_defs()) {
+    auto values = run.cost.values(def.key);
+    if (values.empty()) continue;
+    std::sort(values.begin(), values.end());
+    size_t n = values.size();
+    point.metrics[std::string(def.key)] =
+        n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  }
   return point;
 }
 

@@ -210,15 +210,20 @@ json paired_json(const std::optional<PairedSummary>& p) {
           {"leg_warmup_s", number(p->leg_warmup_s)}};
 }
 
+json launches_json(const std::vector<MetricSet>& launches) {
+  json out = json::array();
+  for (const auto& launch : launches) {
+    json one = json::object();
+    for (const auto& [metric, value] : launch) one[metric] = number(value);
+    out.push_back(one);
+  }
+  return out;
+}
+
 // The cost phase: per launch counts and their spread; null when it was off.
 json cost_json(const CostRun& c) {
   if (!c.ran() && c.skipped.empty()) return nullptr;
-  json launches = json::array();
-  for (const auto& launch : c.launches) {
-    json one = json::object();
-    for (const auto& [metric, value] : launch) one[metric] = number(value);
-    launches.push_back(one);
-  }
+  json launches = launches_json(c.launches);
   json spread = json::object();
   for (const auto& def : cost_metric_defs())
     if (!c.values(def.key).empty()) spread[std::string(def.key)] = number(c.spread_pct(def.key));
@@ -295,7 +300,12 @@ json json_report(const GateResult& result) {
               {"shards", shards_json(result.shards)},
               {"paired", paired_json(result.paired)}};
   if (result.sequential) out["sequential"] = sequential_json(*result.sequential);
-  if (auto cost = cost_json(result.cost); !cost.is_null()) out["cost"] = valid_strings(cost);
+  if (auto cost = cost_json(result.cost); !cost.is_null()) {
+    // Paired: both sides' launches, so that a reader can judge them again.
+    if (result.paired && result.paired->baseline_cost.ran())
+      cost["baseline_launches"] = launches_json(result.paired->baseline_cost.launches);
+    out["cost"] = valid_strings(cost);
+  }
   if (result.shard) out["shard"] = shard_json(*result.shard);
   return valid_strings(out);
 }

@@ -60,14 +60,15 @@ std::string table_row(const std::vector<std::string>& cells) {
 }
 
 std::string metrics_table(const std::vector<MetricCheck>& checks, double confidence) {
-  std::string out = table_row({"metric", "baseline", "now", "change",
+  std::string out = table_row({"metric", "baseline", "now", "change", "estimate",
                                report::level(confidence) + "% CI", "p", "limit", "verdict"});
-  out += "| :--- | ---: | ---: | ---: | ---: | ---: | :--- | :--- |\n";
+  out += "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | :--- | :--- |\n";
   for (const MetricCheck& c : checks) {
     std::string base = c.baseline ? report::format_value(*c.baseline, c.unit) : "-";
     out += table_row({md(c.metric), base, report::format_value(c.value, c.unit),
-                      report::format_change(c.change_pct), report::format_interval(c.test),
-                      md(report::format_p(c.test)), md(report::format_limits(c)), verdict_cell(c)});
+                      report::format_change(c.change_pct), report::format_estimate(c.test),
+                      report::format_interval(c.test), md(report::format_p(c.test)),
+                      md(report::format_limits(c)), verdict_cell(c)});
   }
   return out + "\n";
 }

@@ -55,10 +55,14 @@ bool has_content(const fs::path& path) {
   return !ec && size > 0;
 }
 
+// Only the default store's folder is made: a typo in --store made folders and
+// a new, empty store, and the run said "no baseline yet" (issue 48, item 5).
 void create_parent(const fs::path& path) {
+  BaselineStore::check_folder(path);
   auto parent = path.parent_path();
   std::error_code ec;
-  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (parent.empty() || fs::exists(parent, ec)) return;  // not a folder: SQLite says so
+  fs::create_directories(parent, ec);
   if (ec)
     throw Error(path.string() + ": cannot create folder " + parent.string() + " (" + ec.message() +
                 ")");
@@ -433,6 +437,15 @@ std::string BaselineStore::file_kind_problem(const fs::path& path) {
     default:
       return "";
   }
+}
+
+void BaselineStore::check_folder(const fs::path& path) {
+  auto parent = path.parent_path();
+  std::error_code ec;
+  if (parent.empty() || fs::exists(parent, ec) || path == fs::path(kDefaultStorePath)) return;
+  throw Error(path.string() + ": folder " + parent.string() +
+              " does not exist (a typo? to start a new store there, make it first: mkdir -p " +
+              parent.string() + ")");
 }
 
 BaselineStore BaselineStore::open(const fs::path& path, Mode mode) {

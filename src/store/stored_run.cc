@@ -20,6 +20,13 @@ ThresholdSet stored_thresholds(const RunRecord& run) {
 std::optional<size_t> baseline_index(const std::vector<RunRecord>& runs) {
   if (runs.empty()) return std::nullopt;
   const RunRecord& latest = runs.back();
+  // A paired run's baseline is its own other side, measured in the same minutes
+  // (the report said "baseline: none" for every paired run).
+  if (!latest.pair.empty()) {
+    for (size_t i = runs.size() - 1; i-- > 0;)
+      if (runs[i].pair == latest.pair && runs[i].kind == "paired-baseline") return i;
+    return std::nullopt;
+  }
   for (size_t i = runs.size() - 1; i-- > 0;) {
     const RunRecord& r = runs[i];
     bool same_series = r.profile_hash == latest.profile_hash && r.host.key() == latest.host.key();

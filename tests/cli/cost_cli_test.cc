@@ -260,6 +260,43 @@ TEST_F(CostCliTest, PairedModeCountsBothSides) {
   EXPECT_EQ(slower.exit_code, 1) << slower.out << slower.err;
   EXPECT_EQ(metric("instructions_per_request")["verdict"], "fail");
   EXPECT_EQ(testing::validate_result_json(json_).exit_code, 0);
+  // Judged again from the store, against its baseline side's own counts: the
+  // same verdict (it came back warn when the baseline side's launches were lost).
+  auto id = std::to_string(last_["run_id"].get<int64_t>());
+  auto again = testing::run_command({testing::perfgate_binary(), "compare", id, "--store",
+                                     store_.string(), "--json", (dir_ / "again.json").string()});
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  auto rejudged = json::parse(testing::read_file(dir_ / "again.json"));
+  EXPECT_EQ(rejudged["metrics"]["instructions_per_request"]["verdict"], "fail") << again.out;
+  EXPECT_EQ(rejudged["metrics"]["instructions_per_request"]["change_pct"],
+            metric("instructions_per_request")["change_pct"]);
+}
+
+// Issue 47: two agreeing candidate launches were taken as an exact count while
+// the baseline side's launches disagreed. Here the baseline build does 5 % more
+// work on every other launch: the count is inconclusive and says which side.
+TEST_F(CostCliTest, ABaselineSideWhoseLaunchesDisagreeMakesTheCountInconclusive) {
+  std::string text = profile(kCost, true);
+  std::string steady = service("BASE_PORT", "BASE_ROUNDS");
+  std::string alternating = R"({ "command": ["/bin/sh", "-c",
+        "n=$(cat \"$LAUNCHES\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$LAUNCHES\"; r=2000; [ $((n % 2)) = 1 ] && r=2100; exec \"$0\" --port \"$1\" --work-rounds $r",
+        ")" + std::string(PERFGATE_COUNTED_SERVER) +
+                            R"(", "${BASE_PORT}"],
+      "ready_url": "http://127.0.0.1:${BASE_PORT}/health" })";
+  text.replace(text.find(steady), steady.size(), alternating);
+  testing::write_file(profile_, text);
+  auto r = run({{"ROUNDS", "2000"}, {"LAUNCHES", (dir_ / "launches").string()}});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const auto& count = metric("instructions_per_request");
+  EXPECT_EQ(count["verdict"], "warn") << count.dump(2);
+  EXPECT_NE(count["message"].get<std::string>().find("the baseline's launches differ by"),
+            std::string::npos)
+      << count["message"];
+  // Both sides' launches are in the JSON, so that a reader can judge them again.
+  ASSERT_EQ(last_["cost"]["baseline_launches"].size(), 2u) << last_["cost"].dump(2);
+  EXPECT_NE(last_["cost"]["baseline_launches"][0]["instructions_per_request"],
+            last_["cost"]["baseline_launches"][1]["instructions_per_request"]);
+  EXPECT_EQ(testing::validate_result_json(json_).exit_code, 0);
 }
 
 // No Valgrind on the runner: one line says so, the phase is a skipped JUnit

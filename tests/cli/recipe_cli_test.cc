@@ -16,8 +16,9 @@ namespace fs = std::filesystem;
 TEST(RecipeCliTest, ListsThemAndPrintsEachAsItsFile) {
   auto list = testing::run_command({testing::perfgate_binary(), "recipe"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
-  EXPECT_EQ(list.out, "recipe:default-branch\nrecipe:hello-sharded\nrecipe:pr-paired\n");
-  for (const char* name : {"default-branch", "hello-sharded", "pr-paired"}) {
+  EXPECT_EQ(list.out,
+            "recipe:default-branch\nrecipe:hello-paired\nrecipe:hello-sharded\nrecipe:pr-paired\n");
+  for (const char* name : {"default-branch", "hello-paired", "hello-sharded", "pr-paired"}) {
     auto shown = testing::run_command({testing::perfgate_binary(), "recipe", name});
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
     EXPECT_EQ(shown.out, testing::read_file(testing::source_dir() / "ci/profiles" /
@@ -33,8 +34,10 @@ TEST(RecipeCliTest, AnUnknownRecipeIsOneErrorLine) {
     auto r = testing::run_command(args);
     EXPECT_EQ(r.exit_code, 3) << args[1];
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find("no such recipe; perfgate has default-branch, hello-sharded, pr-paired"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find(
+            "no such recipe; perfgate has default-branch, hello-paired, hello-sharded, pr-paired"),
+        std::string::npos)
         << r.err;
   }
 }

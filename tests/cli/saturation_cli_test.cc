@@ -107,6 +107,11 @@ TEST_F(SaturationCliTest, BurnedHostIsSaturatedExitsWarnAndNeverBecomesBaseline)
   for (const auto& reason : result["saturation"]["reasons"])
     foreign = foreign || reason.get<std::string>().starts_with("foreign CPU");
   EXPECT_TRUE(foreign) << result["saturation"].dump();
+  // And what to do about it (a newcomer's laptop met the limit and no way out).
+  EXPECT_NE(r.out.find("what to do: other processes used the CPU: stop them for the run"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("saturation.foreign_cpu is the limit"), std::string::npos) << r.out;
 
   auto store = BaselineStore::open(store_, BaselineStore::Mode::kReadOnly);
   auto runs = store.runs();

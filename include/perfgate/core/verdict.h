@@ -111,9 +111,12 @@ struct MetricCheck {
   std::string unit;
   double value = 0;
   std::optional<double> baseline;
-  std::optional<double> change_pct;  // (value - baseline) / baseline * 100
-  std::optional<ChangeTest> test;    // when both sides have per-iteration values
-  std::optional<double> drift_pct;   // change against the drift guard's older runs
+  /// (value - baseline) / baseline * 100, as the two figures shown say (the
+  /// contract's change_pct). The limits judge the test's estimate instead
+  /// (judged_change_pct): a median ratio of pairs, a shift of windows.
+  std::optional<double> change_pct;
+  std::optional<ChangeTest> test;   // when both sides have per-iteration values
+  std::optional<double> drift_pct;  // change against the drift guard's older runs
   Thresholds thresholds;
   bool gated = false;  // has any threshold: reported as a check in JUnit
   Verdict verdict = Verdict::kPass;
@@ -127,6 +130,10 @@ struct MetricCheck {
   bool fails_when_saturated = false;
 };
 
+/// The change the limits judge: the test's estimate where a test was made (the
+/// centre of the interval reported beside it), else change_pct.
+std::optional<double> judged_change_pct(const MetricCheck& c);
+
 struct Judgement {
   Verdict verdict = Verdict::kPass;
   std::vector<MetricCheck> checks;  // every metric, in metric_defs() order
@@ -134,6 +141,10 @@ struct Judgement {
   /// The level every tested metric was judged at: the run's confidence with its
   /// alpha split over `family` metrics (one false-fail budget per run).
   double confidence_pct = 95;
+  /// A metric's share of the budget before a sequential look's level: what a
+  /// metric judged once takes (the cost phase's counts, judged after the looks;
+  /// at the look's stricter level they spent less than their share).
+  double share_pct = 95;
   int family = 0;  // statistically tested metrics sharing the budget
 };
 

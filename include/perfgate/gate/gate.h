@@ -18,9 +18,6 @@
 
 namespace perfgate {
 
-/// Where the store is when --store is not given.
-inline constexpr const char* kDefaultStorePath = "baselines/perfgate.db";
-
 /// `perfgate run`'s options, as the command line gives them.
 struct RunOptions {
   std::filesystem::path profile_path;

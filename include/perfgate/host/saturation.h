@@ -28,6 +28,11 @@ struct SaturationContext {
 Saturation evaluate_saturation(const std::vector<WindowSummary>& kept, const SaturationSpec& spec,
                                const SaturationContext& context);
 
+/// What a user can do about each of a run's saturation reasons, once each:
+/// the way out ("stop them, or gate in paired mode") and the profile key of
+/// the limit it broke. Read from the reasons, so a stored run gets the same.
+std::vector<std::string> saturation_advice(const Saturation& saturation);
+
 /// The first busy-host rule (foreign CPU, steal, CPU pressure from other tasks)
 /// that one window is past, as "CPU steal 11%"; nullopt when it passes them all.
 /// A run drops such windows from its verdict while they are a minority: a tail

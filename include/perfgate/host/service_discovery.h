@@ -104,6 +104,10 @@ std::optional<std::pair<std::string, uint16_t>> url_host_port(const std::string&
 /// init.scope, system.slice, machine.slice).
 bool own_cgroup(const std::string& cgroup, const std::string& perfgate_cgroup);
 
+/// The addresses `pids` listen on ("127.0.0.1:8000", "[::]:9090"), in the
+/// first one's network namespace, each once; empty when none can be read.
+std::vector<std::string> listening_on(const ProcReader& proc, const std::vector<pid_t>& pids);
+
 /// The foreign-CPU reason's advice when a local listener was left unattributed.
 std::string unattributed_advice(const std::string& listener);
 

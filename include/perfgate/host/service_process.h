@@ -70,6 +70,9 @@ class ServiceProcess {
   bool hear_keeper(int flags);
   void end_keeper(Nanos grace);
   void hold_to_cpus() const;
+  /// "; it listens on 127.0.0.1:8000 instead ..." when the service holds a
+  /// listener, for the not-ready message; "" otherwise.
+  std::string elsewhere_hint() const;
 
   ServiceSpec spec_;
   CpuList cpus_;

@@ -73,9 +73,17 @@ std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const LoadPl
 /// The same for a plan of `target` alone.
 std::unique_ptr<LoadEngine> make_load_engine(std::string_view kind, const TargetSpec& target);
 
-/// Sends one request and throws Error("cannot reach URL: Connection refused")
-/// when no HTTP response comes back, so that an unreachable target is an error
-/// (exit 3) and not a 100 % error rate.
+/// No connection could be made to the target: nothing listens there. Its own
+/// type, so that the caller who knows whether perfgate starts the service can
+/// say what to do about it.
+class NothingListening : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Sends one request and throws Error("cannot reach URL: ...") when no HTTP
+/// response comes back (NothingListening when no connection is made), so that
+/// an unreachable target is an error (exit 3) and not a 100 % error rate.
 void probe_target(const TargetSpec& target, Nanos timeout);
 
 /// True when the native engine can serve `target`: plain http:// and HTTP/1.1.

@@ -42,6 +42,9 @@ struct PairedSummary {
   std::string pair;                        // the key both stored runs share
   int pairs = 0;                           // kept pairs
   double leg_warmup_s = 0;
+  /// The baseline side's counted cost, each launch (the result's `cost` is the
+  /// candidate's); not ran() when the phase was off or skipped.
+  CostRun baseline_cost;
 };
 
 /// A sequential run (`repeat.max_count` above `repeat.count`): how far it went and why it stopped.

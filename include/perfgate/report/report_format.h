@@ -73,6 +73,13 @@ inline std::string format_interval(const std::optional<ChangeTest>& test) {
   return format_change(test->ci_low_pct) + ".." + format_change(test->ci_high_pct);
 }
 
+/// The test's estimate of the change, the centre of its interval: "-1.8%";
+/// "-" without a test, or where the test has no interval (runs of a young store).
+inline std::string format_estimate(const std::optional<ChangeTest>& test) {
+  if (!test || !std::isfinite(test->ci_low_pct) || !std::isfinite(test->estimate_pct)) return "-";
+  return format_change(test->estimate_pct);
+}
+
 /// A p-value with three decimals, "<0.001" below that; "-" when not tested.
 inline std::string format_p(const std::optional<ChangeTest>& test) {
   if (!test) return "-";
