@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "perfgate/report/console_report.h"
+#include "perfgate/report/markdown_report.h"
 #include "support/gate_result_builder.h"
 #include "support/test_support.h"
 
@@ -113,6 +115,38 @@ TEST(JsonReportTest, SchemaRejectsABrokenResult) {
   j = json_report(testing::pass_result());
   j["verdict"] = "maybe";
   EXPECT_NE(validate(j).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace perfgate
+
+namespace perfgate {
+namespace {
+
+// Issue 48, item 3: "change" is one thing everywhere, the contract's
+// (value - baseline) / baseline; the test's estimate is shown as the estimate.
+// (The HTML report computes the same ratio from the stored figures.)
+TEST(ChangeEverywhereTest, ChangeIsTheFiguresRatioAndTheEstimateIsLabelled) {
+  GateResult r = testing::pass_result();
+  MetricCheck* c = nullptr;
+  for (auto& check : r.checks)
+    if (check.metric == "throughput_rps") c = &check;
+  ASSERT_TRUE(c && c->baseline && c->test);
+  c->value = 9020;
+  c->baseline = 10000;
+  c->change_pct = -9.8;
+  c->test->estimate_pct = 1.1;  // a median of pairs the pooled figures disagree with
+  auto doc = json_report(r);
+  EXPECT_DOUBLE_EQ(doc["metrics"]["throughput_rps"]["change_pct"].get<double>(), -9.8);
+  EXPECT_DOUBLE_EQ(doc["metrics"]["throughput_rps"]["test"]["estimate_pct"].get<double>(), 1.1);
+  std::string console = console_report(r);
+  auto row = console.substr(console.find("  throughput_rps"));
+  row = row.substr(0, row.find('\n'));
+  EXPECT_NE(row.find("  -9.8%     +1.1%  "), std::string::npos) << console;
+  EXPECT_NE(console.find("  change  estimate  "), std::string::npos) << console;
+  std::string md = markdown_report(r);
+  EXPECT_NE(md.find("| throughput_rps | 10000.0 | 9020.0 | -9.8% | +1.1% | "), std::string::npos)
+      << md;
 }
 
 }  // namespace

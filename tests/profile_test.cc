@@ -657,3 +657,39 @@ TEST(ProfileJsonSourceMapTest, ComputesPositionsAndPaths) {
 
 }  // namespace
 }  // namespace perfgate
+
+namespace perfgate {
+namespace {
+
+// Issue 48: `validate` said ok to a gate that could only ever pass or warn.
+TEST(NeverFailsTest, AProfileWhoseLimitsAreAllWarnsCanNeverFail) {
+  const char* base = R"({"name": "x", "target": {"url": "http://127.0.0.1:1/"}, "thresholds": )";
+  auto warns = never_fails(parse(
+      std::string(base) + R"({"throughput": {"warn": "5%"}, "latency_p99": {"warn": "10%"}}})"));
+  ASSERT_EQ(warns.size(), 1u);
+  EXPECT_NE(warns[0].find("no limit can fail this profile"), std::string::npos) << warns[0];
+  // The defaults fail; so does a max alone, or a counted cost's own limits.
+  EXPECT_TRUE(
+      never_fails(parse(R"({"name": "x", "target": {"url": "http://127.0.0.1:1/"}})")).empty());
+  EXPECT_TRUE(
+      never_fails(parse(std::string(base) + R"({"latency_p99": {"max": "50ms"}}})")).empty());
+  EXPECT_TRUE(never_fails(parse(std::string(base) + R"({"throughput": {"warn": "5%"}},
+      "cost": {"instrument": "callgrind"}})"))
+                  .empty());
+}
+
+TEST(NeverFailsTest, AFallOfAHundredPercentOrMoreIsOutOfReach) {
+  auto why = never_fails(parse(
+      R"({"name": "x", "target": {"url": "http://127.0.0.1:1/"},
+          "thresholds": {"throughput": {"warn": "50%", "fail": "100%"}}})"));
+  ASSERT_EQ(why.size(), 2u);  // and with it, no limit left that can fail
+  EXPECT_NE(why[1].find("throughput_rps's fail limit is a fall of 100%"), std::string::npos)
+      << why[1];
+  // A rise has no such bound: p99 +150 % can happen.
+  EXPECT_TRUE(never_fails(parse(R"({"name": "x", "target": {"url": "http://127.0.0.1:1/"},
+          "thresholds": {"latency_p99": {"fail": "150%"}}})"))
+                  .empty());
+}
+
+}  // namespace
+}  // namespace perfgate

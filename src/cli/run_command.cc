@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "perfgate/cli/command.h"
+#include "perfgate/core/exit_status.h"
 #include "perfgate/core/printable.h"
 #include "perfgate/gate/gate.h"
 
@@ -80,7 +81,10 @@ void register_validate_command(CommandSet& commands) {
               << "\", hash " << profile.hash.substr(0, 12) << ", " << profile.repeat.count << " x "
               << format_duration(profile.load.duration) << ", " << profile.load.connections
               << " connections)\n";
-    return 0;
+    // Valid, and yet no gate: said, and exit 2 (a warn), so a pipeline notices.
+    auto never = never_fails(profile);
+    for (const auto& why : never) std::cout << "warning: " << printable(why) << "\n";
+    return never.empty() ? 0 : to_int(ExitStatus::kWarn);
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -207,6 +208,28 @@ ThresholdSet default_thresholds() {
   set["service_cpu_us_per_request"].warn_pct = 5.0;
   set["service_cpu_us_per_request"].fail_pct = 8.0;
   return set;
+}
+
+std::vector<std::string> never_fails(const Profile& profile) {
+  std::vector<std::string> why;
+  bool can_fail = profile.cost.enabled();  // the counts' own fail limits (docs/cost.md)
+  for (const auto& [metric, t] : profile.thresholds) {
+    const MetricDef* def = find_metric(metric);
+    bool falls = def && def->better == Better::kHigher;
+    if (t.fail_pct && falls && *t.fail_pct >= 100) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%g", *t.fail_pct);
+      why.push_back("thresholds: " + metric + "'s fail limit is a fall of " + text +
+                    "%, which it can never reach (a figure falls by less than 100%)");
+    } else if (t.fail_pct || t.max || t.min) {
+      can_fail = true;
+    }
+  }
+  if (!can_fail)
+    why.insert(why.begin(),
+               "thresholds: no limit can fail this profile (every one is a warn): give a metric "
+               "a \"fail\" or an absolute \"max\"/\"min\", or it only ever passes or warns");
+  return why;
 }
 
 bool is_secret_header(std::string_view name) {

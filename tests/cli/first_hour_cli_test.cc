@@ -215,6 +215,24 @@ TEST(MistakeCliTest, AReadyUrlThatAnswers404SaysThePathIsWrongNotToWaitLonger) {
   EXPECT_EQ(r.err.find("waits longer"), std::string::npos) << r.err;
 }
 
+TEST(MistakeCliTest, ValidateWarnsOfAProfileThatCanNeverFail) {
+  testing::TempDir dir;
+  testing::write_file(dir / "p.json", R"({"name": "x", "target": {"url": "http://127.0.0.1:1/"},
+      "thresholds": {"throughput": {"warn": "5%"}, "latency_p99": {"warn": "10%"}}})");
+  auto r =
+      testing::run_command({testing::perfgate_binary(), "validate", (dir / "p.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("\nwarning: thresholds: no limit can fail this profile (every one is a "
+                       "warn): give a metric a \"fail\""),
+            std::string::npos)
+      << r.out;
+  testing::write_file(dir / "ok.json",
+                      R"({"name": "x", "target": {"url": "http://127.0.0.1:1/"}})");
+  r = testing::run_command({testing::perfgate_binary(), "validate", (dir / "ok.json").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+}
+
 TEST(MistakeCliTest, HelpShowsExamplesUnderTheNamePerfgate) {
   auto bin = testing::perfgate_binary();
   auto top = testing::run_command({bin, "--help"});

@@ -48,7 +48,11 @@ const std::vector<std::string> kSteady = {"--delay", "10ms", "--delay-every", "1
 
 class RunCliTest : public ::testing::Test {
  protected:
-  void SetUp() override { testing::write_file(profile_, profile_text()); }
+  // The store's folder is made here: perfgate makes only its default store's.
+  void SetUp() override {
+    testing::write_file(profile_, profile_text());
+    std::filesystem::create_directories(store_.parent_path());
+  }
 
   CommandResult run(uint16_t port, std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {testing::perfgate_binary(), "run", profile_.string(),

@@ -216,6 +216,13 @@ std::string url_origin(const std::string& url);
 /// The defaults documented in the README, used when a profile has no `thresholds`.
 ThresholdSet default_thresholds();
 
+/// Why a valid profile can never fail, one line each (empty when it can): no
+/// limit that fails (every threshold a warn, and no counted cost), or a fall
+/// of 100 % or more as the fail limit of a figure that cannot fall that far.
+/// `perfgate validate` warns with them (issue 48: it said ok to a gate that
+/// could only ever pass or warn).
+std::vector<std::string> never_fails(const Profile& profile);
+
 /// Where `url`'s userinfo ("user:secret" of "http://user:secret@host/") lies:
 /// the offset of its first byte and of the '@' after it; nullopt without one.
 std::optional<std::pair<size_t, size_t>> url_userinfo(const std::string& url);

@@ -13,9 +13,10 @@ struct sqlite3;
 
 namespace perfgate {
 
-/// Where the store is when --store is not given (the product's contract). Its
-/// folder is made when missing; any other store's folder must exist, so that a
-/// typo in --store is an error, not a new empty store with "no baseline yet".
+/// Where the store is when --store is not given (the product's contract). A
+/// folder of its name ("baselines") is made when missing, wherever it is; any
+/// other store's folder must exist, so that a typo in --store is an error, not
+/// a new empty store with "no baseline yet".
 inline constexpr const char* kDefaultStorePath = "baselines/perfgate.db";
 
 /// Which runs may serve as a baseline for a new one.
@@ -33,12 +34,12 @@ class BaselineStore {
   enum class Mode { kReadWrite, kReadOnly };
 
   /// Opens or creates the store (in read-write mode; a missing folder is made
-  /// only for kDefaultStorePath's, any other is refused with the mkdir to run).
+  /// only when named "baselines", any other is refused with the mkdir to run).
   /// Throws Error naming the file when it is not a perfgate store, is corrupt,
   /// or has a schema newer than this perfgate; such a file is left untouched.
   static BaselineStore open(const std::filesystem::path& path, Mode mode = Mode::kReadWrite);
   /// Throws the Error open() would for a new store in a folder that does not
-  /// exist (kDefaultStorePath's aside): said before a run's load, not after.
+  /// exist (a "baselines" folder aside): said before a run's load, not after.
   static void check_folder(const std::filesystem::path& path);
   /// Why `path` can hold no store, e.g. "is a FIFO, not a store file"; "" when it
   /// is a regular file (through links) or nothing yet. Looks without opening:
