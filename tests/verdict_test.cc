@@ -313,7 +313,10 @@ TEST(VerdictTest, PairedSidesOfUnequalLengthHaveNoTest) {
   p.base.pooled.values["throughput_rps"].pop_back();
   auto j = judge(p.now, &p.base, t, {});
   EXPECT_FALSE(check(j, "throughput_rps").test);
-  EXPECT_EQ(j.verdict, Verdict::kFail);  // the limit alone decides, as without iterations
+  // Two pooled figures are no test of pairs: undecided, never a fail (it was
+  // "the limit alone decides", which failed a busy machine's run).
+  EXPECT_EQ(j.verdict, Verdict::kWarn);
+  EXPECT_TRUE(check(j, "throughput_rps").inconclusive);
 }
 
 // Paired pairs whose log-ratios are `ratios` (as fractions of change), around a
@@ -480,6 +483,28 @@ TEST(VerdictTest, APassNeedsTheIntervalWithinTheFailLimit) {
       {-0.035, 0.002, -0.03, -0.006, -0.025, -0.01, -0.02, -0.012, -0.018, -0.014, -0.016, -0.015});
   auto t = judge(tight.now, &tight.base, throughput_limits(3, 5), {});
   EXPECT_EQ(t.verdict, Verdict::kPass) << check(t, "throughput_rps").message;
+}
+
+// A paired metric missing from some pairs has no test: its two figures alone
+// never fail it (a run failed on service CPU +51.8 % with no interval, beside a
+// busy neighbour); it is inconclusive. An absolute limit still fails.
+TEST(VerdictTest, APairedMetricWithoutATestIsInconclusiveNeverAFail) {
+  auto p = pairs_of({0, 0, 0, 0, 0, 0, 0, 0});
+  p.now.summary["service_cpu_us_per_request"] = 150;
+  p.base.pooled.summary["service_cpu_us_per_request"] = 100;
+  ThresholdSet limits;
+  limits["service_cpu_us_per_request"].warn_pct = 5;
+  limits["service_cpu_us_per_request"].fail_pct = 8;
+  auto j = judge(p.now, &p.base, limits, {});
+  const auto& c = check(j, "service_cpu_us_per_request");
+  EXPECT_FALSE(c.test);
+  EXPECT_EQ(c.verdict, Verdict::kWarn) << c.message;
+  EXPECT_TRUE(c.inconclusive);
+  EXPECT_NE(c.message.find("not measured in every pair"), std::string::npos) << c.message;
+  // Stored mode keeps the figures' comparison (one value a side is its design).
+  p.base.paired = false;
+  EXPECT_EQ(check(judge(p.now, &p.base, limits, {}), "service_cpu_us_per_request").verdict,
+            Verdict::kFail);
 }
 
 // A count past a million is no plan: the message says the noise is the problem.

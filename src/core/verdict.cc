@@ -545,6 +545,20 @@ MetricCheck check_metric(const MetricDef& def, const RunFigures& now,
   MetricCheck c = measure_metric(def, now, baseline, limits, confidence, estimate_level);
   if (!c.gated) return c;
   check_absolute(def, now, nominal, c);
+  // Paired: a metric not measured in every pair has no test, and its two pooled
+  // figures alone are no evidence of a change (a busy machine made one side's):
+  // its relative limits are undecided, never a fail. It failed a run on the
+  // service's CPU, +51.8 % with no interval, beside a busy neighbour.
+  bool relative = c.thresholds.warn_pct || c.thresholds.fail_pct;
+  if (baseline && baseline->paired && !c.test && c.change_pct && relative &&
+      c.verdict != Verdict::kFail) {
+    c.verdict = Verdict::kWarn;
+    c.inconclusive = true;
+    c.message = "inconclusive: " + std::string(def.key) + " " + signed_pct(*c.change_pct) +
+                " from the two sides' figures alone: it was not measured in every pair, so no "
+                "test of the pairs could judge it";
+    return c;
+  }
   if (!thin_tail(def, now, c)) {
     check_relative(def, c);
   }
