@@ -28,13 +28,16 @@
 namespace perfgate {
 namespace {
 
+// `level`: a paired run starts both services anew for every pair or block, and
+// says so once, at its first launch.
 std::unique_ptr<ServiceProcess> start_service(const Profile& profile, const std::atomic<bool>& stop,
-                                              const Placement& placement) {
+                                              const Placement& placement,
+                                              spdlog::level::level_enum level = spdlog::level::info) {
   if (!profile.service || profile.service->command.empty()) return nullptr;  // only watched
   // Its program's name, not its path: a log pasted elsewhere shows no machine's
   // folders (and no argument, which may hold a secret).
-  spdlog::info("starting service: {}",
-               std::filesystem::path(profile.service->command.front()).filename().string());
+  spdlog::log(level, "starting service: {}",
+              std::filesystem::path(profile.service->command.front()).filename().string());
   auto service = std::make_unique<ServiceProcess>(*profile.service, placement.service);
   // A signal here ends the run before any load.
   service->wait_ready(stop, profile.target.tls_verify);
@@ -620,8 +623,9 @@ void measure_launch(PairBatch& batch, const Profile& baseline, int n, PairedMeas
   const bool first = batch.launch_first == 0;
   std::optional<std::string> death;
   {
-    auto baseline_service = start_service(baseline, batch.stop, batch.placement);
-    auto candidate_service = start_service(candidate, batch.stop, batch.placement);
+    auto launch_level = first ? spdlog::level::info : spdlog::level::debug;
+    auto baseline_service = start_service(baseline, batch.stop, batch.placement, launch_level);
+    auto candidate_service = start_service(candidate, batch.stop, batch.placement, launch_level);
     LoadGuard baseline_guard(batch.stop, baseline_service.get());
     LoadGuard guard(baseline_guard.stop(), candidate_service.get());
     std::array<PairedSide, 2> sides = {
