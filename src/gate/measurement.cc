@@ -30,9 +30,9 @@ namespace {
 
 // `level`: a paired run starts both services anew for every pair or block, and
 // says so once, at its first launch.
-std::unique_ptr<ServiceProcess> start_service(const Profile& profile, const std::atomic<bool>& stop,
-                                              const Placement& placement,
-                                              spdlog::level::level_enum level = spdlog::level::info) {
+std::unique_ptr<ServiceProcess> start_service(
+    const Profile& profile, const std::atomic<bool>& stop, const Placement& placement,
+    spdlog::level::level_enum level = spdlog::level::info) {
   if (!profile.service || profile.service->command.empty()) return nullptr;  // only watched
   // Its program's name, not its path: a log pasted elsewhere shows no machine's
   // folders (and no argument, which may hold a secret).
