@@ -99,6 +99,30 @@ TEST(LatencyHistogramTest, MergeEqualsRecordingAllValuesInOne) {
     EXPECT_EQ(a.percentile_ns(p), all.percentile_ns(p));
 }
 
+// Empty histograms hold no buckets until their first value (a failed window's,
+// a default's): merged either way, cleared and compared, they are the same
+// histogram as one that always had its buckets.
+TEST(LatencyHistogramTest, AnEmptyHistogramMergesAndComparesLikeAnyOther) {
+  LatencyHistogram values, empty, cleared;
+  for (uint64_t v : {700ull, 90000ull, 3000000ull}) values.record_ns(v);
+  cleared.record_ns(5);
+  cleared.clear();
+  EXPECT_EQ(cleared, empty);
+  LatencyHistogram into_empty;
+  into_empty.merge(values);
+  EXPECT_EQ(into_empty, values);
+  LatencyHistogram from_empty = values;
+  from_empty.merge(empty);
+  EXPECT_EQ(from_empty, values);
+  EXPECT_EQ(from_empty.percentile_ns(50), values.percentile_ns(50));
+  empty.merge(LatencyHistogram());
+  EXPECT_TRUE(empty.empty());
+  EXPECT_EQ(empty.percentile_ns(99), 0u);
+  EXPECT_EQ(empty.stdev_ns(), 0.0);
+  empty.record_ns(700);
+  EXPECT_EQ(empty.percentile_ns(99), 700u);
+}
+
 TEST(LatencyHistogramTest, SerializeRoundTrip) {
   LatencyHistogram h;
   for (uint64_t v : {5ull, 1000ull, 123456789ull, 99000000000ull}) h.record_ns(v);

@@ -35,9 +35,15 @@ uint64_t midpoint(size_t index) {
   return (LatencyHistogram::bucket_low(index) + LatencyHistogram::bucket_high(index) - 1) / 2;
 }
 
+void allocate(std::vector<uint64_t>& buckets) {
+  if (buckets.empty()) buckets.assign(LatencyHistogram::kBucketCount, 0);
+}
+
 }  // namespace
 
-LatencyHistogram::LatencyHistogram() : buckets_(kBucketCount, 0) {}
+// The buckets are allocated at the first value: an empty histogram (a window
+// that only failed, a default value) costs no 32 KiB to make, copy or merge.
+LatencyHistogram::LatencyHistogram() = default;
 
 size_t LatencyHistogram::bucket_index(uint64_t value_ns) {
   if (value_ns < kSubBuckets) return static_cast<size_t>(value_ns);
@@ -66,6 +72,7 @@ void LatencyHistogram::record(std::chrono::nanoseconds value) {
 }
 
 void LatencyHistogram::record_ns(uint64_t value_ns) {
+  allocate(buckets_);
   ++buckets_[bucket_index(value_ns)];
   ++count_;
   min_ns_ = std::min(min_ns_, value_ns);
@@ -74,7 +81,10 @@ void LatencyHistogram::record_ns(uint64_t value_ns) {
 }
 
 void LatencyHistogram::merge(const LatencyHistogram& other) {
-  for (size_t i = 0; i < kBucketCount; ++i) buckets_[i] += other.buckets_[i];
+  if (!other.buckets_.empty()) {
+    allocate(buckets_);
+    for (size_t i = 0; i < kBucketCount; ++i) buckets_[i] += other.buckets_[i];
+  }
   count_ += other.count_;
   min_ns_ = std::min(min_ns_, other.min_ns_);
   max_ns_ = std::max(max_ns_, other.max_ns_);
@@ -134,7 +144,7 @@ std::string LatencyHistogram::serialize() const {
   put_varint(out, static_cast<uint64_t>(sum_ns_));
   put_varint(out, static_cast<uint64_t>(sum_ns_ >> 64));
   size_t previous = 0;
-  for (size_t i = 0; i < kBucketCount; ++i) {
+  for (size_t i = 0; i < buckets_.size(); ++i) {
     if (!buckets_[i]) continue;
     put_varint(out, i - previous);  // deltas keep sparse histograms small
     put_varint(out, buckets_[i]);
@@ -159,6 +169,7 @@ LatencyHistogram LatencyHistogram::deserialize(const std::string& bytes) {
   while (pos < bytes.size()) {
     index += get_varint(bytes, pos);
     if (index >= kBucketCount) throw Error("latency histogram: bucket out of range");
+    allocate(h.buckets_);
     h.buckets_[index] = get_varint(bytes, pos);
     total += h.buckets_[index];
   }
@@ -170,7 +181,7 @@ LatencyHistogram LatencyHistogram::deserialize(const std::string& bytes) {
 
 bool operator==(const LatencyHistogram& a, const LatencyHistogram& b) {
   return a.count_ == b.count_ && a.min_ns() == b.min_ns() && a.max_ns_ == b.max_ns_ &&
-         a.sum_ns_ == b.sum_ns_ && a.buckets_ == b.buckets_;
+         a.sum_ns_ == b.sum_ns_ && (a.count_ == 0 || a.buckets_ == b.buckets_);
 }
 
 }  // namespace perfgate
