@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "perfgate/gate/store_access.h"
+#include "perfgate/host/delayed_ack.h"
 #include "perfgate/host/doctor.h"
 #include "perfgate/report/report_format.h"
 #include "perfgate/store/baseline.h"
@@ -158,6 +159,24 @@ void GateRun::write(const GateResult& result, std::ostream& out,
 
 // ---- the stages --------------------------------------------------------------
 
+namespace {
+
+std::optional<double> check_value(const Judgement& j, std::string_view metric) {
+  for (const auto& c : j.checks)
+    if (c.metric == metric) return c.value;
+  return std::nullopt;
+}
+
+// A service held 40 ms a request by Nagle and delayed ACKs measures the wait:
+// said once, under the figures, so that nobody gates on it unawares.
+std::optional<std::string> request_shape_note(const Judgement& j) {
+  auto p50 = check_value(j, "latency_p50_ms"), p90 = check_value(j, "latency_p90_ms");
+  if (!p50 || !p90) return std::nullopt;
+  return delayed_ack_note({*p50, *p90, check_value(j, "service_cpu_us_per_request")});
+}
+
+}  // namespace
+
 GateResult assemble(const Profile& profile, const RunRecord& run, const Judgement& judgement,
                     const BaselineSelection& selection) {
   GateResult r;
@@ -170,6 +189,7 @@ GateResult assemble(const Profile& profile, const RunRecord& run, const Judgemen
   r.checks = judgement.checks;
   r.notes = selection.notes;
   r.notes.insert(r.notes.end(), judgement.notes.begin(), judgement.notes.end());
+  if (auto note = request_shape_note(judgement)) r.notes.push_back(*note);
   r.confidence = judgement.confidence_pct;
   if (const auto& b = selection.baseline; b && !b->run_ids.empty()) {
     r.baseline_run_id = b->run_ids.front();

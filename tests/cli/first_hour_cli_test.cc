@@ -128,6 +128,31 @@ ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forev
   bool caught = result["metrics"]["throughput_rps"]["verdict"] == "fail" ||
                 result["metrics"]["service_cpu_us_per_request"]["verdict"] == "fail";
   EXPECT_TRUE(caught) << result["metrics"].dump(2);
+  EXPECT_EQ(r.out.find("Nagle"), std::string::npos) << r.out;
+}
+
+// http.server as written by default (headers and body in two writes): every
+// request waits for the client's delayed ACK. The run says so, and what to do.
+TEST(FirstHourCliTest, AServiceHeldFortyMillisecondsARequestByNagleIsToldSo) {
+  testing::TempDir dir;
+  auto port = std::to_string(testing::unused_port());
+  testing::write_file(dir / "p.json", R"({ "name": "nagle",
+  "target": { "url": "http://127.0.0.1:)" +
+                                          port + R"(/" },
+  "load": { "threads": 1, "connections": 4, "duration": "500ms", "warmup": "200ms" },
+  "repeat": { "count": 2, "discard": 0 },
+  "service": { "command": ["python3", ")" +
+                                          testing::source_dir().string() +
+                                          R"(/tests/tools/python_server.py", ")" + port +
+                                          R"(", "0", "--two-writes"] } })");
+  auto r = testing::run_command({testing::perfgate_binary(), "run", (dir / "p.json").string(),
+                                 "--store", (dir / "perfgate.db").string()},
+                                {}, dir.path(), 120);
+  // A first run: a pass, or a warn where the job looks like CI's pull request.
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: every request waited about 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Nagle's algorithm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("disable_nagle_algorithm = True"), std::string::npos) << r.out;
 }
 
 // ---- mistakes, each one line with what to do ------------------------------

@@ -1,0 +1,35 @@
+# A small Python HTTP service for the end-to-end tests (CPython, a thread per
+# connection, as users run http.server): python3 python_server.py PORT ROUNDS
+# [--two-writes]. Each request runs ROUNDS rounds of an integer loop, so a test
+# plants an exact regression. The response leaves in one write, as a
+# framework's does; --two-writes keeps http.server's unbuffered default
+# (headers, then body), which meets Nagle's algorithm and delayed ACKs.
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT = int(sys.argv[1])
+ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+TWO_WRITES = "--two-writes" in sys.argv[3:]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = 0 if TWO_WRITES else 65536
+
+    def do_GET(self):
+        if self.path != "/health":
+            x = 0
+            for i in range(ROUNDS):
+                x = (x * 31 + i) % 1000003
+        body = b"ok\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
