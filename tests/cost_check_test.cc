@@ -153,6 +153,44 @@ TEST(CostCheckTest, ABaselineSideWhoseLaunchesDisagreeIsInconclusive) {
   EXPECT_EQ(runs.message.find("the baseline's launches"), std::string::npos) << runs.message;
 }
 
+// Two launches a side that disagree are too few to trust (a lucky pair
+// agrees): inconclusive, asking for the launches that would decide. From
+// kTrustedLaunches a side the t interval carries their spread, and the same
+// noise decides: here a pass, the interval's far end within the fail limit.
+TEST(CostCheckTest, FourLaunchesASideLetTheIntervalCarryTheirSpread) {
+  auto two = launches({1000, 1012});
+  auto first = only(check_costs(counted({1006, 1006}), &two, limits(1, 2), 97.5));
+  EXPECT_TRUE(first.inconclusive) << first.message;
+  int wanted = launches_to_decide(first);
+  EXPECT_GT(wanted, 2);
+  EXPECT_NE(first.message.find("about " + std::to_string(wanted) + " launches a side would decide"),
+            std::string::npos)
+      << first.message;
+  auto four = launches({1000, 1012, 1000, 1012});
+  auto more = only(check_costs(counted({1006, 1006, 1006, 1006}), &four, limits(1, 2), 97.5));
+  EXPECT_EQ(more.verdict, Verdict::kPass) << more.message;
+  EXPECT_LT(more.test->ci_high_pct, 2);
+  // Three a side are still a pair's luck away: the noise check stands.
+  auto three = launches({1000, 1012, 1000});
+  auto few = only(check_costs(counted({1006, 1006, 1006}), &three, limits(1, 2), 97.5));
+  EXPECT_TRUE(few.inconclusive) << few.message;
+  EXPECT_NE(few.message.find("launches differ by"), std::string::npos) << few.message;
+  // Exact counts need no more: nothing to ask for.
+  auto exact = launches({1000, 1000});
+  EXPECT_EQ(launches_to_decide(only(check_costs(counted({1000, 1000}), &exact, limits(), 95))), 0);
+}
+
+// A phase that may add launches judges twice: each look at half the metric's
+// share of the budget (Bonferroni), the first too, whether or not it adds any.
+TEST(CostCheckTest, APhaseThatMayAddLaunchesJudgesEachLookAtHalfItsShare) {
+  Judgement j;
+  j.share_pct = 97.5;
+  auto base = launches({1000, 1000});
+  add_cost_checks(j, counted({1000, 1000}), &base, limits(), 2);
+  ASSERT_EQ(j.checks.size(), 1u);
+  EXPECT_DOUBLE_EQ(j.checks[0].test->confidence_pct, 98.75);
+}
+
 // change_pct is the two figures' plain ratio (the contract's); the estimate,
 // the test's, is what the limits judge.
 TEST(CostCheckTest, ChangeIsTheFiguresRatioAndTheEstimateTheTests) {

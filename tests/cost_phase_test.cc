@@ -83,6 +83,48 @@ TEST(CostPhaseTest, HardwareCounterOpenedBeforeExecAndReadAroundTheRequests) {
   EXPECT_NE(seen->exe_at_open, fs::path(PERFGATE_COUNTED_SERVER).string());
 }
 
+// Issue 47: after cost.launches a side the caller says how many launches a
+// side its counts want; the phase adds them in turns, up to cost.max_launches,
+// while its pace says the next pair ends within cost.budget.
+TEST(CostPhaseTest, PairedLaunchesAreAddedWhileTheCountsAskWithinTheirLimits) {
+  auto seen = std::make_shared<FakePmu::Seen>();
+  CounterFactory pmu = [seen] {
+    return std::make_unique<FakePmu>(seen, std::vector<double>{5000, 5000 + 100 * 2400.5});
+  };
+  auto candidate = counted_profile(testing::unused_port(), "perf");
+  auto baseline = counted_profile(testing::unused_port(), "perf");
+  candidate.cost.max_launches = 4;
+  auto instrument = find_instrument(candidate, pmu);
+  ASSERT_EQ(instrument.name, "perf") << instrument.unavailable;
+  std::atomic<bool> stop{false};
+  std::vector<size_t> asked_at;
+  auto wanted = [&](int want) {
+    return [&asked_at, want](const PairedCost& first) {
+      asked_at.push_back(first.candidate.launches.size());
+      EXPECT_EQ(first.baseline.launches.size(), first.candidate.launches.size());
+      return want;
+    };
+  };
+  auto more = measure_paired_cost(candidate, baseline, instrument, stop, pmu, wanted(9));
+  EXPECT_EQ(asked_at, std::vector<size_t>{2});
+  EXPECT_EQ(more.candidate.launches.size(), 4u);
+  EXPECT_EQ(more.baseline.launches.size(), 4u);
+  EXPECT_EQ(more.extension,
+            "cost phase: counts undecided after 2 launches a side; 2 more a side counted "
+            "(cost.max_launches 4)");
+  // Decided at once: nothing added, nothing said.
+  auto decided = measure_paired_cost(candidate, baseline, instrument, stop, pmu, wanted(0));
+  EXPECT_EQ(decided.candidate.launches.size(), 2u);
+  EXPECT_EQ(decided.extension, "");
+  // A budget the first launches spent: none added, and the note says why.
+  candidate.cost.budget = std::chrono::milliseconds(1);
+  auto spent = measure_paired_cost(candidate, baseline, instrument, stop, pmu, wanted(3));
+  EXPECT_EQ(spent.candidate.launches.size(), 2u);
+  EXPECT_NE(spent.extension.find("none added, the next pair would end past cost.budget 1ms"),
+            std::string::npos)
+      << spent.extension;
+}
+
 TEST(CostPhaseTest, MultiplexedCounterIsAnError) {
   auto seen = std::make_shared<FakePmu::Seen>();
   CounterFactory pmu = [seen] { return std::make_unique<FakePmu>(seen, std::vector<double>{}); };

@@ -47,6 +47,15 @@ TEST(CostProfileTest, OnWithTightDefaultLimits) {
   EXPECT_EQ(object.cost.launches, 3);
   EXPECT_TRUE(object.cost.cache_sim);
   EXPECT_TRUE(object.cost.required);
+  // Launches added while a paired count is undecided: 6 a side within 90 s,
+  // never fewer than cost.launches.
+  EXPECT_EQ(p.cost.max_launches, 6);
+  EXPECT_EQ(p.cost.budget, std::chrono::seconds(90));
+  auto many = parse(R"({ "launches": 8 })");
+  EXPECT_EQ(many.cost.max_launches, 8);
+  auto own = parse(R"({ "max_launches": 10, "budget": "2m" })");
+  EXPECT_EQ(own.cost.max_launches, 10);
+  EXPECT_EQ(own.cost.budget, std::chrono::minutes(2));
 }
 
 TEST(CostProfileTest, TheProfilesOwnLimitsWin) {
@@ -69,6 +78,11 @@ TEST(CostProfileTest, WrongValuesAreOneLineEach) {
       << problem(R"("valgrind")");
   EXPECT_NE(problem(R"({ "launches": 1 })").find("cost.launches"), std::string::npos);
   EXPECT_NE(problem(R"({ "requests": 0 })").find("cost.requests"), std::string::npos);
+  EXPECT_NE(problem(R"({ "launches": 4, "max_launches": 3 })")
+                .find("cost.max_launches: must be at least cost.launches (4), got 3"),
+            std::string::npos)
+      << problem(R"({ "launches": 4, "max_launches": 3 })");
+  EXPECT_NE(problem(R"({ "budget": "0s" })").find("cost.budget"), std::string::npos);
   EXPECT_NE(problem(R"({ "cache_sim": "yes" })").find("must be true or false"), std::string::npos);
   EXPECT_NE(problem(R"({ "instrumnt": "perf" })").find("did you mean"), std::string::npos)
       << problem(R"({ "instrumnt": "perf" })");

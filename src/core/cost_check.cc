@@ -80,7 +80,8 @@ double spread_of(const std::vector<double>& values) {
 
 // `base_launch_spread`: the baseline side's own spread where its units are
 // launches (a stored baseline's units are runs, whose spread is the test's).
-void decide(const MetricDef& def, const CostRun& now, double base_launch_spread, MetricCheck& c) {
+void decide(const MetricDef& def, const CostRun& now, double base_launch_spread, bool base_launches,
+            MetricCheck& c) {
   const ChangeTest& t = *c.test;
   double w = c.thresholds.warn_pct.value_or(0);
   std::optional<double> f = c.thresholds.fail_pct;
@@ -93,7 +94,10 @@ void decide(const MetricDef& def, const CostRun& now, double base_launch_spread,
   double base_spread = base_launch_spread;
   std::string which = base_spread > spread ? "the baseline's" : "one build's";
   spread = std::max(spread, base_spread);
-  bool noisy = f && spread > *f * kMaxSpreadShareOfFail;
+  // Two or three launches a side are too few to trust their spread: a lucky
+  // pair agrees. From kTrustedLaunches a side the t interval carries the noise.
+  bool trusted = t.n_now >= kTrustedLaunches && (!base_launches || t.n_base >= kTrustedLaunches);
+  bool noisy = f && !trusted && spread > *f * kMaxSpreadShareOfFail;
   if (f && e > *f && lo > w) {
     c.verdict = Verdict::kFail;
     c.message = change + " past the fail limit +" + pct_text(*f, false);
@@ -113,15 +117,11 @@ void decide(const MetricDef& def, const CostRun& now, double base_launch_spread,
                    ", more than a quarter of the fail limit; counts move only with what the "
                    "service does differently per request: threads (connections > 1, pools), "
                    "timers and periodic work, logging, a JIT, random hash seeds (docs/cost.md)";
-    if (f && t.detectable_pct && *t.detectable_pct > 0) {
-      // An interval narrows with the square root of the launches.
-      double room = std::log1p(*f / 100) - std::log1p(w / 100);
-      double ratio = std::log1p(*t.detectable_pct / 100) / room;
-      int n = std::min(t.n_now, t.n_base);
+    if (int n = launches_to_decide(c)) {
       c.message += "; it would fail changes of " + pct_text(w + *t.detectable_pct, false) +
-                   " or more (80% power); about " +
-                   std::to_string(static_cast<int>(std::ceil(n * ratio * ratio))) +
-                   " launches a side would decide (this run has " + std::to_string(n) + ")";
+                   " or more (80% power); about " + std::to_string(n) +
+                   " launches a side would decide (this run has " +
+                   std::to_string(std::min(t.n_now, t.n_base)) + ")";
     }
   }
 }
@@ -162,7 +162,8 @@ std::vector<MetricCheck> check_costs(const CostRun& now, const CostBaseline* bas
       c.message = count_text(c.value, def.unit) + " past its max " +
                   count_text(*c.thresholds.max, def.unit);
     } else if (c.test && (c.thresholds.warn_pct || c.thresholds.fail_pct)) {
-      decide(def, now, baseline->unit == "launches" ? spread_of(base) : 0.0, c);
+      bool launches = baseline->unit == "launches";
+      decide(def, now, launches ? spread_of(base) : 0.0, launches, c);
     } else {
       c.message = count_text(c.value, def.unit) + " over " + std::to_string(values.size()) +
                   " launches (spread " + pct_text(now.spread_pct(def.key), false) + ")" +
@@ -173,12 +174,27 @@ std::vector<MetricCheck> check_costs(const CostRun& now, const CostBaseline* bas
   return checks;
 }
 
+int launches_to_decide(const MetricCheck& c) {
+  if (!c.test || !c.test->detectable_pct || *c.test->detectable_pct <= 0) return 0;
+  if (!c.thresholds.fail_pct) return 0;
+  // An interval narrows with the square root of the launches.
+  double w = c.thresholds.warn_pct.value_or(0), f = *c.thresholds.fail_pct;
+  double room = std::log1p(f / 100) - std::log1p(w / 100);
+  if (room <= 0) return 0;
+  double ratio = std::log1p(*c.test->detectable_pct / 100) / room;
+  int n = std::min(c.test->n_now, c.test->n_base);
+  double wanted = std::ceil(n * ratio * ratio);
+  return wanted > 1e6 ? 1'000'000 : static_cast<int>(wanted);
+}
+
 void add_cost_checks(Judgement& j, const CostRun& now, const CostBaseline* baseline,
-                     const ThresholdSet& limits) {
+                     const ThresholdSet& limits, int looks) {
   // Counted once, after a sequential run's looks: at the metric's share of the
   // budget, not at a look's level (issue 47: a launch spread of 0.1 % passed
-  // A/A 54 % of the time at 99.8 %, 99 % at its share).
-  for (auto& c : check_costs(now, baseline, limits, j.share_pct)) {
+  // A/A 54 % of the time at 99.8 %, 99 % at its share); split over the cost
+  // phase's own looks where it may add launches (Bonferroni: each look at half).
+  double level = 100 - (100 - j.share_pct) / std::max(looks, 1);
+  for (auto& c : check_costs(now, baseline, limits, level)) {
     j.verdict = worst(j.verdict, c.verdict);
     j.checks.push_back(std::move(c));
   }

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "perfgate/core/error.h"
+#include "perfgate/core/units.h"
 #include "perfgate/host/callgrind_session.h"
 #include "perfgate/host/cost_key.h"
 #include "perfgate/host/runtime.h"
@@ -303,9 +304,16 @@ CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
   return run;
 }
 
+int cost_looks(const Profile& profile) {
+  return profile.paired && profile.cost.enabled() &&
+                 profile.cost.max_launches > profile.cost.launches
+             ? 2
+             : 1;
+}
+
 PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline,
                                const CostInstrument& instrument, const std::atomic<bool>& stop,
-                               const CounterFactory& counters) {
+                               const CounterFactory& counters, const WantedLaunches& wanted) {
   PairedCost out;
   if (instrument.name.empty()) {
     out.candidate = measure_cost(candidate, instrument, stop, counters);
@@ -313,28 +321,56 @@ PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline
     return out;
   }
   auto started = Clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   auto base_phase = phase_profile(baseline), cand_phase = phase_profile(candidate);
   out.baseline = started_run(base_phase, instrument, "baseline ");
   out.candidate = started_run(cand_phase, instrument, "candidate ");
   // In turns, and each pair of launches in the other order from the last.
-  for (int i = 0; i < candidate.cost.launches && !stop; ++i) {
+  auto count_pair = [&](int i) {
     for (int k = 0; k < 2; ++k) {
       bool base = (k == 0) == (i % 2 == 0);
       CostRun& side = base ? out.baseline : out.candidate;
-      try {
-        side.launches.push_back(
-            count_one(base ? base_phase.profile : cand_phase.profile, instrument, counters, stop));
-      } catch (const Error& e) {
-        if (i > 0 || !first_launch_may_skip(candidate)) throw;
-        out.candidate = skipped_run(e);
-        out.baseline = out.candidate;
-        return out;
-      }
+      side.launches.push_back(
+          count_one(base ? base_phase.profile : cand_phase.profile, instrument, counters, stop));
       log_launch(base ? "baseline " : "candidate ", i, side.launches.back());
     }
+    out.candidate.seconds = out.baseline.seconds = seconds();
+  };
+  const CostSpec& spec = candidate.cost;
+  for (int i = 0; i < spec.launches && !stop; ++i) {
+    try {
+      count_pair(i);
+    } catch (const Error& e) {
+      if (i > 0 || !first_launch_may_skip(candidate)) throw;
+      out.candidate = skipped_run(e);
+      out.baseline = out.candidate;
+      return out;
+    }
   }
-  out.candidate.seconds = out.baseline.seconds =
-      std::chrono::duration<double>(Clock::now() - started).count();
+  int want = wanted && !stop ? wanted(out) : 0;
+  if (want <= spec.launches) return out;
+  int target = std::min(want, spec.max_launches);
+  int i = spec.launches;
+  double budget = std::chrono::duration<double>(spec.budget).count();
+  for (; i < target && !stop; ++i) {
+    // The pace so far, launches and their starts under the instrument included.
+    double pace = seconds() / i;
+    if (seconds() + pace > budget) break;
+    if (i == spec.launches)
+      spdlog::info("cost phase: counts undecided after {} launches a side; up to {} more", i,
+                   target - i);
+    count_pair(i);
+  }
+  out.extension = "cost phase: counts undecided after " + std::to_string(spec.launches) +
+                  " launches a side; " +
+                  (i > spec.launches ? std::to_string(i - spec.launches) + " more a side counted"
+                                     : std::string("none added"));
+  if (i < target && !stop)
+    out.extension += ", the next pair would end past cost.budget " + format_duration(spec.budget) +
+                     " (" + fixed(seconds(), 0) + " s spent, about " + fixed(seconds() / i, 0) +
+                     " s a pair of launches)";
+  else if (i == spec.max_launches && want > spec.max_launches)
+    out.extension += " (cost.max_launches " + std::to_string(spec.max_launches) + ")";
   return out;
 }
 

@@ -46,14 +46,26 @@ int planned_cost_family(const Profile& profile);
 CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
                      const std::atomic<bool>& stop, const CounterFactory& counters);
 
+/// How many times a run judges its counts: 2 in a paired run that may add
+/// launches (cost.max_launches above cost.launches), else 1. The levels split
+/// over them (add_cost_checks), whether or not launches were added.
+int cost_looks(const Profile& profile);
+
 /// Both sides of a paired run, launch by launch in turns (baseline first).
 struct PairedCost {
   CostRun baseline;
   CostRun candidate;
+  std::string extension;  // launches added, or why none could be: a note; "" when none wanted
 };
+/// After the first cost.launches a side: how many launches a side the counts
+/// want in all, judged by the caller (no more than now: none added).
+using WantedLaunches = std::function<int(const PairedCost&)>;
+/// `wanted` is asked once; launches are added in turns up to its answer,
+/// cost.max_launches at most, while the phase's pace says the next pair ends
+/// within cost.budget of its start.
 PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline,
                                const CostInstrument& instrument, const std::atomic<bool>& stop,
-                               const CounterFactory& counters);
+                               const CounterFactory& counters, const WantedLaunches& wanted = {});
 
 /// The phase's outcome as a note for the result: counts and spread, or why skipped.
 std::string cost_note(const CostRun& cost, const std::string& side = "");

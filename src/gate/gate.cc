@@ -75,7 +75,7 @@ GateResult judged(const Profile& profile, const RunRecord& rec, const RunFigures
                             estimate_level};
   auto judgement = judge(now, base ? &base->sample : nullptr, profile.thresholds, rec.saturation,
                          settings, drift ? &drift->sample : nullptr);
-  add_cost_checks(judgement, rec.cost, &selection.cost, profile.thresholds);
+  add_cost_checks(judgement, rec.cost, &selection.cost, profile.thresholds, cost_looks(profile));
   GateResult r = assemble(profile, rec, judgement, selection);
   if (auto note = cost_note(rec.cost); !note.empty()) r.notes.push_back(note);
   return r;

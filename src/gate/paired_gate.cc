@@ -136,7 +136,8 @@ PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const
   with_costs.extra_family = planned_cost_family(profile);
   look.judgement = judge(look.now, &look.selection.baseline->sample, profile.thresholds,
                          p.cand.saturation, with_costs);
-  add_cost_checks(look.judgement, p.cand.cost, &look.selection.cost, profile.thresholds);
+  add_cost_checks(look.judgement, p.cand.cost, &look.selection.cost, profile.thresholds,
+                  cost_looks(profile));
   return look;
 }
 
@@ -183,8 +184,9 @@ struct PairedState {
   PairScreening screening;
   PairedRecords p;
   PairedLook look;
-  int taken = 0;        // pairs measured, extensions included: which look this is
-  SequentialPlan plan;  // the context's, max_count lowered as repeat.budget runs out
+  int taken = 0;               // pairs measured, extensions included: which look this is
+  SequentialPlan plan;         // the context's, max_count lowered as repeat.budget runs out
+  std::string cost_extension;  // the cost phase's added launches, as a note
 };
 
 // What every stage of a paired run needs: the two sides' profiles, the run so
@@ -299,15 +301,35 @@ std::optional<SequentialSummary> extend_while_undecided(const PairedContext& c, 
                             !step.futile.empty() && step.undecided.empty());
 }
 
+bool counted_metric(const std::string& key) {
+  for (const auto& def : cost_metric_defs())
+    if (def.key == key) return true;
+  return false;
+}
+
 // The cost phase, after the timed pairs: both sides counted, then the last
-// look judged again with the counts in it.
+// look judged again with the counts in it. A gated count still undecided after
+// the first launches asks for the launches a side that would decide it: its
+// first look and the one after them each judge at half its level (cost_looks).
 void count_both_sides(const PairedContext& c, PairedState& s) {
   if (!c.profile.cost.enabled()) return;
-  auto cost =
-      measure_paired_cost(c.profile, c.base_profile, c.instrument, c.stop, c.measurer.counter);
-  s.p.cand.cost = cost.candidate;
-  s.p.base.cost = cost.baseline;
-  s.look = paired_look(s.p, s.m, c.profile, look_settings(s.plan, s.taken));
+  auto judge_counts = [&](const PairedCost& cost) {
+    s.p.cand.cost = cost.candidate;
+    s.p.base.cost = cost.baseline;
+    s.look = paired_look(s.p, s.m, c.profile, look_settings(s.plan, s.taken));
+  };
+  auto wanted = [&](const PairedCost& first) {
+    judge_counts(first);
+    int want = 0;
+    for (const auto& check : s.look.judgement.checks)
+      if (check.gated && check.inconclusive && counted_metric(check.metric))
+        want = std::max(want, std::max(launches_to_decide(check), kTrustedLaunches));
+    return want;
+  };
+  auto cost = measure_paired_cost(c.profile, c.base_profile, c.instrument, c.stop,
+                                  c.measurer.counter, wanted);
+  judge_counts(cost);
+  s.cost_extension = cost.extension;
 }
 
 // The verdict and the notes a user reads first: what was paired, and how.
@@ -336,6 +358,7 @@ GateResult paired_result(const PairedContext& c, PairedState& s, const RunOption
   if (s.p.cand.cost.ran()) {
     r.notes.push_back(cost_note(s.p.base.cost, "baseline side: "));
     r.notes.push_back(cost_note(s.p.cand.cost, "candidate side: "));
+    if (!s.cost_extension.empty()) r.notes.push_back(s.cost_extension);
   } else if (auto note = cost_note(s.p.cand.cost); !note.empty()) {
     r.notes.push_back(note);
   }

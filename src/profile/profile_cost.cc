@@ -1,4 +1,5 @@
 // `cost`: "callgrind", or { "instrument": "callgrind", "requests": 1000, ... }.
+#include <algorithm>
 #include <array>
 
 #include "profile_sections.h"
@@ -6,9 +7,9 @@
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 10> kCostKeys = {
-    "instrument", "requests", "warmup_requests", "connections", "launches",
-    "cache_sim",  "required", "ready_timeout",   "timeout",     "steady_runtime"};
+constexpr std::array<std::string_view, 12> kCostKeys = {
+    "instrument", "requests",  "warmup_requests", "connections",   "launches", "max_launches",
+    "budget",     "cache_sim", "required",        "ready_timeout", "timeout",  "steady_runtime"};
 constexpr Nanos kMaxTimeout = std::chrono::hours(1);
 constexpr std::array<std::string_view, 4> kInstruments = {"off", "callgrind", "perf", "auto"};
 
@@ -31,6 +32,15 @@ CostSpec read_cost_object(const Section& s) {
   spec.connections = s.integer("connections", 1, 1024).value_or(spec.connections);
   // One launch a side has no spread to check its counts against.
   spec.launches = s.integer("launches", 2, 50).value_or(spec.launches);
+  spec.max_launches = std::max(spec.launches, spec.max_launches);
+  if (auto most = s.integer("max_launches", 2, 50)) {
+    if (*most < spec.launches)
+      s.problem("max_launches", "must be at least cost.launches (" + std::to_string(spec.launches) +
+                                    "), got " + std::to_string(*most));
+    else
+      spec.max_launches = *most;
+  }
+  spec.budget = s.duration("budget", false, kMaxTimeout).value_or(spec.budget);
   spec.cache_sim = s.boolean("cache_sim").value_or(false);
   spec.required = s.boolean("required").value_or(false);
   spec.steady_runtime = s.boolean("steady_runtime").value_or(true);

@@ -22,6 +22,10 @@ int cost_family(const CostRun& now, const CostBaseline* baseline, const Threshol
 /// A launch spread past this share of the fail limit leaves the counts too
 /// noisy to pass at that limit: the check is inconclusive, naming the usual causes.
 inline constexpr double kMaxSpreadShareOfFail = 0.25;
+/// From this many launches a side (both sides, where the baseline's units are
+/// launches) the noise check gives way to the t interval: their spread is then
+/// the test's own, not a lucky pair's.
+inline constexpr int kTrustedLaunches = 4;
 
 /// Judges each cost metric of `now` that has values, against `baseline` (nullptr
 /// or empty: none yet). The estimate is the ratio of the sides' geometric means;
@@ -36,7 +40,15 @@ std::vector<MetricCheck> check_costs(const CostRun& now, const CostBaseline* bas
 
 /// check_costs() at `j`'s level, appended to its checks and its verdict. The
 /// load machine's saturation does not touch them: no neighbour moves a count.
+/// `looks`: how many times the phase may judge its counts (2 where a paired
+/// phase may add launches, cost.max_launches): each look at 1/looks of the
+/// metric's share of the false-fail budget.
 void add_cost_checks(Judgement& j, const CostRun& now, const CostBaseline* baseline,
-                     const ThresholdSet& limits);
+                     const ThresholdSet& limits, int looks = 1);
+
+/// How many launches a side an inconclusive count check would need to decide
+/// (its interval narrowed to the room between warn and fail limits, at 80 %
+/// power); 0 when it cannot be told (no test, no fail limit, exact counts).
+int launches_to_decide(const MetricCheck& check);
 
 }  // namespace perfgate

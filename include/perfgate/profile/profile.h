@@ -138,9 +138,14 @@ struct CostSpec {
   int warmup_requests = 200;       // sent before the counters are zeroed
   int connections = 1;             // 1: the only setting measured bit-identical
   int launches = 2;                // per side; their spread is the counts' noise check
-  bool cache_sim = false;          // callgrind's cache simulation: estimated cycles
-  bool required = false;           // an instrument that is not there: exit 3, not a skip
-  bool steady_runtime = true;      // known runtimes started with settings that make counts repeat
+  // Paired: while a gated count is undecided after `launches`, launches are
+  // added in turns up to `max_launches` a side, as long as the phase's pace
+  // says the next pair ends within `budget` of the phase's start.
+  int max_launches = 6;
+  Nanos budget = std::chrono::seconds(90);
+  bool cache_sim = false;      // callgrind's cache simulation: estimated cycles
+  bool required = false;       // an instrument that is not there: exit 3, not a skip
+  bool steady_runtime = true;  // known runtimes started with settings that make counts repeat
   Nanos ready_timeout = std::chrono::seconds(120);  // under Valgrind a start is ~20x slower
   Nanos timeout = std::chrono::seconds(30);         // per response
   bool enabled() const { return instrument != "off"; }
