@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <random>
 
 namespace perfgate {
 namespace {
@@ -189,6 +192,64 @@ TEST(CostCheckTest, APhaseThatMayAddLaunchesJudgesEachLookAtHalfItsShare) {
   add_cost_checks(j, counted({1000, 1000}), &base, limits(), 2);
   ASSERT_EQ(j.checks.size(), 1u);
   EXPECT_DOUBLE_EQ(j.checks[0].test->confidence_pct, 98.75);
+}
+
+// The paired cost phase's two looks, as count_both_sides drives them: 2
+// launches a side judged at half the share, and where undecided, the
+// launches a side the check asks for (at least kTrustedLaunches, at most
+// cost.max_launches 6), judged again at half the share. Launch counts log-normal
+// with `sigma_pct` spread; the candidate's `change_pct` more.
+struct CountGates {
+  double fail = 0, pass = 0, extended = 0;
+};
+CountGates count_gates(double sigma_pct, double change_pct, bool extend, std::uint64_t seed) {
+  constexpr int kGates = 4000;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, sigma_pct / 100);
+  auto launch = [&](double shift) { return 1000 * std::exp(std::log1p(shift / 100) + noise(rng)); };
+  double level = extend ? 97.5 : 95;  // the metric's share: 95 %, the only one tested
+  CountGates out;
+  for (int g = 0; g < kGates; ++g) {
+    std::vector<double> base{launch(0), launch(0)}, now{launch(change_pct), launch(change_pct)};
+    auto first = launches(base);
+    auto c = only(check_costs(counted(now), &first, limits(), level));
+    if (extend && count_undecided(c)) {
+      out.extended += 1;
+      auto target =
+          static_cast<size_t>(std::min(std::max(launches_to_decide(c), kTrustedLaunches), 6));
+      while (base.size() < target) base.push_back(launch(0)), now.push_back(launch(change_pct));
+      auto more = launches(base);
+      c = only(check_costs(counted(now), &more, limits(), level));
+    }
+    out.fail += c.verdict == Verdict::kFail;
+    out.pass += c.verdict == Verdict::kPass;
+  }
+  out.fail /= kGates, out.pass /= kGates, out.extended /= kGates;
+  std::printf(
+      "[ counts ] spread %.2f%%, change %+.1f%%, %s: fail %5.1f%%, pass %5.1f%%, extended "
+      "%5.1f%%\n",
+      sigma_pct, change_pct, extend ? "launches added" : "2 a side   ", out.fail * 100,
+      out.pass * 100, out.extended * 100);
+  return out;
+}
+
+TEST(CostCheckSimulation, AddedLaunchesDecideNoisyCountsWithoutMoreFalseFails) {
+  for (double sigma : {0.05, 0.3, 0.8}) {
+    // Unchanged, and a change at the warn limit: never more fails than the
+    // share allows, looks and added launches included.
+    for (double change : {0.0, 1.0}) {
+      auto added = count_gates(sigma, change, true, 47);
+      EXPECT_LE(added.fail, 0.05) << sigma << "% spread, change " << change;
+    }
+  }
+  // A count whose launches scatter 0.3 %: two a side pass an unchanged build
+  // only where they happen to agree; the launches they ask for decide it.
+  auto two = count_gates(0.3, 0, false, 48), added = count_gates(0.3, 0, true, 48);
+  EXPECT_GE(added.pass, 0.95);
+  EXPECT_GE(added.pass, two.pass + 0.2);
+  // Power kept: +3 % (past the 2 % fail limit) fails.
+  EXPECT_GE(count_gates(0.3, 3, true, 49).fail, 0.95);
+  EXPECT_GE(count_gates(0.05, 2.6, true, 50).fail, 0.95);
 }
 
 // change_pct is the two figures' plain ratio (the contract's); the estimate,

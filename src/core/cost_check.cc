@@ -174,6 +174,12 @@ std::vector<MetricCheck> check_costs(const CostRun& now, const CostBaseline* bas
   return checks;
 }
 
+bool count_undecided(const MetricCheck& c) {
+  if (!c.gated || !c.test || c.verdict == Verdict::kFail || c.verdict == Verdict::kPass)
+    return false;
+  return c.inconclusive || (c.thresholds.fail_pct && c.test->ci_high_pct > *c.thresholds.fail_pct);
+}
+
 int launches_to_decide(const MetricCheck& c) {
   if (!c.test || !c.test->detectable_pct || *c.test->detectable_pct <= 0) return 0;
   if (!c.thresholds.fail_pct) return 0;

@@ -309,7 +309,8 @@ bool counted_metric(const std::string& key) {
 
 // The cost phase, after the timed pairs: both sides counted, then the last
 // look judged again with the counts in it. A gated count still undecided after
-// the first launches asks for the launches a side that would decide it: its
+// the first launches (inconclusive, or a fail not yet sure) asks for the
+// launches a side that would decide it: its
 // first look and the one after them each judge at half its level (cost_looks).
 void count_both_sides(const PairedContext& c, PairedState& s) {
   if (!c.profile.cost.enabled()) return;
@@ -322,7 +323,7 @@ void count_both_sides(const PairedContext& c, PairedState& s) {
     judge_counts(first);
     int want = 0;
     for (const auto& check : s.look.judgement.checks)
-      if (check.gated && check.inconclusive && counted_metric(check.metric))
+      if (counted_metric(check.metric) && count_undecided(check))
         want = std::max(want, std::max(launches_to_decide(check), kTrustedLaunches));
     return want;
   };

@@ -394,6 +394,20 @@ TEST_F(CostCliTest, AnUndecidedCountAddsLaunchesUntilItDecides) {
   EXPECT_NE(spent.out.find("none added, the next pair would end past cost.budget 1s"),
             std::string::npos)
       << spent.out;
+
+  // cost.max_launches below cost.launches: one line naming the key, exit 3,
+  // the store's runs untouched.
+  auto runs_before = testing::read_file(store_);
+  testing::write_file(profile_, profile(R"({ "instrument": "callgrind", "launches": 4,
+      "max_launches": 3 })",
+                                        true));
+  auto bad = run({{"ROUNDS", kMiddleRounds}, {"BASE_ROUNDS", kMiddleRounds}});
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_NE(bad.err.find("cost.max_launches: must be at least cost.launches (4), got 3"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_EQ(testing::read_file(store_), runs_before);
 }
 
 // No Valgrind on the runner: one line says so, the phase is a skipped JUnit

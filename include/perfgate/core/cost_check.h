@@ -46,6 +46,11 @@ std::vector<MetricCheck> check_costs(const CostRun& now, const CostBaseline* bas
 void add_cost_checks(Judgement& j, const CostRun& now, const CostBaseline* baseline,
                      const ThresholdSet& limits, int looks = 1);
 
+/// A gated count check more launches could still change: inconclusive, or
+/// past the warn limit with its interval reaching past the fail limit (a fail
+/// not yet sure). Fails, passes and warns surely within the fail limit are decided.
+bool count_undecided(const MetricCheck& check);
+
 /// How many launches a side an inconclusive count check would need to decide
 /// (its interval narrowed to the room between warn and fail limits, at 80 %
 /// power); 0 when it cannot be told (no test, no fail limit, exact counts).
