@@ -202,7 +202,8 @@ TEST(CostCheckTest, APhaseThatMayAddLaunchesJudgesEachLookAtHalfItsShare) {
 struct CountGates {
   double fail = 0, pass = 0, extended = 0;
 };
-CountGates count_gates(double sigma_pct, double change_pct, bool extend, std::uint64_t seed) {
+CountGates count_gates(double sigma_pct, double change_pct, bool extend, std::uint64_t seed,
+                       int pool_runs = 0) {
   constexpr int kGates = 4000;
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> noise(0, sigma_pct / 100);
@@ -211,7 +212,11 @@ CountGates count_gates(double sigma_pct, double change_pct, bool extend, std::ui
   CountGates out;
   for (int g = 0; g < kGates; ++g) {
     std::vector<double> base{launch(0), launch(0)}, now{launch(change_pct), launch(change_pct)};
+    std::vector<CostRun> earlier;
+    for (int r = 0; r < pool_runs; ++r) earlier.push_back(counted({launch(0), launch(0)}));
+    auto pool = pooled_count_noise(earlier);
     auto first = launches(base);
+    first.pool = pool;
     auto c = only(check_costs(counted(now), &first, limits(), level));
     if (extend && count_undecided(c)) {
       out.extended += 1;
@@ -219,6 +224,7 @@ CountGates count_gates(double sigma_pct, double change_pct, bool extend, std::ui
           static_cast<size_t>(std::min(std::max(launches_to_decide(c), kTrustedLaunches), 6));
       while (base.size() < target) base.push_back(launch(0)), now.push_back(launch(change_pct));
       auto more = launches(base);
+      more.pool = pool;
       c = only(check_costs(counted(now), &more, limits(), level));
     }
     out.fail += c.verdict == Verdict::kFail;
@@ -226,9 +232,9 @@ CountGates count_gates(double sigma_pct, double change_pct, bool extend, std::ui
   }
   out.fail /= kGates, out.pass /= kGates, out.extended /= kGates;
   std::printf(
-      "[ counts ] spread %.2f%%, change %+.1f%%, %s: fail %5.1f%%, pass %5.1f%%, extended "
-      "%5.1f%%\n",
-      sigma_pct, change_pct, extend ? "launches added" : "2 a side   ", out.fail * 100,
+      "[ counts ] spread %.2f%%, change %+.1f%%, %s, pool %2d runs: fail %5.1f%%, pass %5.1f%%, "
+      "extended %5.1f%%\n",
+      sigma_pct, change_pct, extend ? "launches added" : "2 a side   ", pool_runs, out.fail * 100,
       out.pass * 100, out.extended * 100);
   return out;
 }
@@ -252,6 +258,82 @@ TEST(CostCheckSimulation, AddedLaunchesDecideNoisyCountsWithoutMoreFalseFails) {
   EXPECT_GE(count_gates(0.05, 2.6, true, 50).fail, 0.95);
 }
 
+// Earlier runs' launches, each run about its own level: their sums of squares
+// of log counts over their degrees of freedom.
+TEST(CountNoiseTest, PoolsEachRunsLaunchesAboutTheirOwnMean) {
+  std::vector<CostRun> runs{counted({100, 101}), counted({200, 202, 201}), counted({50, 50.2}),
+                            counted({70}), counted({0, 5})};
+  auto pool = pooled_count_noise(runs);
+  ASSERT_EQ(pool.count("instructions_per_request"), 1u);
+  const auto& noise = pool.at("instructions_per_request");
+  EXPECT_NEAR(noise.log_var, 2.674432577684436e-05, 1e-15);  // NumPy, on the first three
+  EXPECT_DOUBLE_EQ(noise.df, 4);
+  EXPECT_EQ(noise.runs, 3);  // one launch, or a count of 0, adds nothing
+  EXPECT_TRUE(pooled_count_noise({}).empty());
+}
+
+// The pool joins the run's own launches: the interval on own + pool df,
+// matching SciPy's t interval on the combined variance; the method says so.
+TEST(CostCheckTest, APoolOfEarlierRunsJoinsTheInterval) {
+  auto base = launches({990, 991});
+  base.pool = pooled_count_noise(
+      std::vector<CostRun>{counted({100, 101}), counted({200, 202, 201}), counted({50, 50.2})});
+  auto c = only(check_costs(counted({1000, 1003}), &base, limits(0.5, 5), 95));
+  EXPECT_NEAR(c.test->estimate_pct, 1.1104497006172962, 1e-9);
+  EXPECT_NEAR(c.test->ci_low_pct, 0.04727908376452646, 1e-7);
+  EXPECT_NEAR(c.test->ci_high_pct, 2.1849182934959077, 1e-7);
+  EXPECT_NE(c.test->method.find("launch noise of 3 earlier runs (6 df in all)"), std::string::npos)
+      << c.test->method;
+}
+
+// Two launches a side of a service whose counts scatter 1 %: alone, their
+// agreement is a pair's luck (the noise check: past a quarter of the 3 % fail
+// limit); with 10 earlier runs' launches saying how far they scatter, the
+// interval carries it and an unchanged build passes. Launches that scatter far
+// more than the pool says (F test) do not take its narrower spread: the noise
+// check stands.
+TEST(CostCheckTest, APoolLetsTwoLaunchesASideDecide) {
+  std::vector<CostRun> earlier;
+  for (int i = 0; i < 10; ++i) earlier.push_back(counted({1000.0 + i, 1010.0 + i}));
+  auto base = launches({1000, 1010});
+  auto alone = only(check_costs(counted({1002, 1012}), &base, limits(1, 3), 97.5));
+  EXPECT_TRUE(alone.inconclusive) << alone.message;
+  base.pool = pooled_count_noise(earlier);
+  auto pooled = only(check_costs(counted({1002, 1012}), &base, limits(1, 3), 97.5));
+  EXPECT_EQ(pooled.verdict, Verdict::kPass) << pooled.message;
+  EXPECT_LT(pooled.test->ci_high_pct, 3);
+  // Launches 5 % apart against a pool of 1 %: not the pool's noise.
+  auto noisy = launches({1000, 1050});
+  noisy.pool = base.pool;
+  auto c = only(check_costs(counted({1002, 1052}), &noisy, limits(1, 3), 97.5));
+  EXPECT_TRUE(c.inconclusive) << c.message;
+  EXPECT_EQ(c.test->method.find("earlier runs"), std::string::npos) << c.test->method;
+  EXPECT_NE(c.message.find("launches differ by"), std::string::npos) << c.message;
+  // Exact counts and an exact pool stay exact.
+  auto exact = launches({1000, 1000});
+  exact.pool = pooled_count_noise(std::vector<CostRun>{counted({7, 7}), counted({9, 9})});
+  auto e = only(check_costs(counted({1000, 1000}), &exact, limits(), 95));
+  EXPECT_EQ(e.verdict, Verdict::kPass);
+  EXPECT_DOUBLE_EQ(e.test->ci_high_pct, 0);
+}
+
+// With 10 earlier runs' launches pooled, two launches a side decide what they
+// could not alone: an unchanged build passes, with far fewer gates adding
+// launches; the false fails at the warn limit stay within the share, and +3 %
+// still fails.
+TEST(CostCheckSimulation, APoolDecidesWithTwoLaunchesASide) {
+  for (double sigma : {0.05, 0.3}) {
+    EXPECT_GE(count_gates(sigma, 0, true, 51, 10).pass, 0.99) << sigma;
+    EXPECT_LE(count_gates(sigma, 1.0, true, 52, 10).fail, 0.05) << sigma;
+    EXPECT_GE(count_gates(sigma, 3, true, 53, 10).fail, 0.95) << sigma;
+  }
+  // 0.3 %: two a side pass by luck alone (57 %), with the pool nearly always.
+  EXPECT_GE(count_gates(0.3, 0, false, 54, 10).pass, 0.9);
+  EXPECT_LE(count_gates(0.3, 0, false, 54).pass, 0.7);
+  EXPECT_LE(count_gates(0.3, 0, true, 55, 10).extended + 0.3,
+            count_gates(0.3, 0, true, 55).extended);
+}
+
 // change_pct is the two figures' plain ratio (the contract's); the estimate,
 // the test's, is what the limits judge.
 TEST(CostCheckTest, ChangeIsTheFiguresRatioAndTheEstimateTheTests) {
@@ -261,6 +343,29 @@ TEST(CostCheckTest, ChangeIsTheFiguresRatioAndTheEstimateTheTests) {
   EXPECT_DOUBLE_EQ(*c.change_pct, (c.value - *c.baseline) / *c.baseline * 100);
   EXPECT_NEAR(c.test->estimate_pct, (std::sqrt(1010.0 * 1030.0) / 1000 - 1) * 100, 1e-9);
   EXPECT_NE(*c.change_pct, c.test->estimate_pct);
+}
+
+// requests "auto": the largest count of the ladder whose requests take no more
+// than count_time at the warm-up's pace, kept at the series' count while the
+// pace asks for between a third and three times it.
+TEST(CostRunTest, AnAutomaticCountFitsTheTimeAndKeepsItsSeries) {
+  EXPECT_EQ(auto_requests(0.001, 5, 1000), 1000);         // 5000 fit: the ceiling
+  EXPECT_EQ(auto_requests(0.0075, 5, 1000), 500);         // 666 fit
+  EXPECT_EQ(auto_requests(0.135, 5, 1000), 20);           // CPython under callgrind: 37 fit
+  EXPECT_EQ(auto_requests(0.02, 5, 1000), 200);           // 250 fit
+  EXPECT_EQ(auto_requests(10, 5, 1000), 20);              // the least
+  EXPECT_EQ(auto_requests(0.001, 5, 300), 200);           // a pinned ceiling's ladder
+  EXPECT_EQ(auto_requests(0.001, 5, 7), 7);               // below the ladder
+  EXPECT_EQ(auto_requests(0, 5, 1000), 1000);             // no pace: the ceiling
+  EXPECT_EQ(auto_requests(0.0075, 5, 1000, 1000), 1000);  // 666: within 3x of the series
+  EXPECT_EQ(auto_requests(0.02, 5, 1000, 1000), 200);     // 250: below a third, a new count
+  EXPECT_EQ(auto_requests(0.02, 5, 1000, 500), 500);      // 250 within 3x of 500
+  EXPECT_EQ(auto_requests(0.001, 5, 1000, 200), 1000);    // 5000 past 3x 200
+  EXPECT_EQ(auto_requests(0.001, 5, 100, 200), 100);      // a series past the ceiling
+  EXPECT_EQ(auto_warmup(1000, 200), 200);
+  EXPECT_EQ(auto_warmup(50, 200), 30);
+  EXPECT_EQ(auto_warmup(500, 200), 100);
+  EXPECT_EQ(auto_warmup(500, 10), 10);
 }
 
 TEST(CostRunTest, SpreadIsTheLargestRelativeDifference) {

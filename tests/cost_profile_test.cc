@@ -41,9 +41,16 @@ TEST(CostProfileTest, OnWithTightDefaultLimits) {
   const auto& t = p.thresholds.at("instructions_per_request");
   EXPECT_EQ(t.warn_pct, 1);
   EXPECT_EQ(t.fail_pct, 2);
+  // The request count is chosen from the pace (at most 1000), unless pinned.
+  EXPECT_TRUE(p.cost.requests_auto);
+  EXPECT_EQ(p.cost.count_time, std::chrono::seconds(5));
+  auto chosen = parse(R"({ "requests": "auto", "count_time": "20s" })");
+  EXPECT_TRUE(chosen.cost.requests_auto);
+  EXPECT_EQ(chosen.cost.count_time, std::chrono::seconds(20));
   auto object = parse(R"({ "requests": 300, "launches": 3, "cache_sim": true, "required": true })");
   EXPECT_EQ(object.cost.instrument, "callgrind");
   EXPECT_EQ(object.cost.requests, 300);
+  EXPECT_FALSE(object.cost.requests_auto);
   EXPECT_EQ(object.cost.launches, 3);
   EXPECT_TRUE(object.cost.cache_sim);
   EXPECT_TRUE(object.cost.required);
@@ -78,6 +85,9 @@ TEST(CostProfileTest, WrongValuesAreOneLineEach) {
       << problem(R"("valgrind")");
   EXPECT_NE(problem(R"({ "launches": 1 })").find("cost.launches"), std::string::npos);
   EXPECT_NE(problem(R"({ "requests": 0 })").find("cost.requests"), std::string::npos);
+  EXPECT_EQ(problem(R"({ "requests": "many" })"),
+            "p.json:1: cost.requests: must be \"auto\" or a positive integer, got \"many\"");
+  EXPECT_NE(problem(R"({ "count_time": "0s" })").find("cost.count_time"), std::string::npos);
   EXPECT_NE(problem(R"({ "launches": 4, "max_launches": 3 })")
                 .find("cost.max_launches: must be at least cost.launches (4), got 3"),
             std::string::npos)

@@ -4,8 +4,10 @@
 #include "perfgate/host/runtime.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace perfgate {
 namespace {
@@ -25,8 +27,28 @@ TEST(RuntimeTest, PythonIsFoundDirectlyAndBehindAShellWithItsVersion) {
   EXPECT_FALSE(detect_runtime({}, {}));
 }
 
+// A script named like the runtime (pyenv's shim) is found, and marked: under
+// Valgrind it starts every program it runs traced (18 s a start, issue 47).
+TEST(RuntimeTest, AShimScriptIsMarked) {
+  if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  auto dir = std::filesystem::temp_directory_path() / ("perfgate-shim-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream shim(dir / "python3");
+    shim << "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n";
+  }
+  std::filesystem::permissions(dir / "python3", std::filesystem::perms::owner_all);
+  auto found = detect_runtime({(dir / "python3").string(), "app.py"}, {});
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->name, "python");
+  EXPECT_EQ(found->shim, "#!/bin/sh");
+  EXPECT_EQ(found->version.rfind("Python 3.", 0), 0u) << found->version;
+  EXPECT_EQ(detect_runtime({"/usr/bin/python3", "app.py"}, {})->shim, "");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RuntimeTest, PythonGetsAFixedHashSeedUnlessTheServiceSetsOne) {
-  Runtime python{"python", "Python 3.11.2", "/usr/bin/python3"};
+  Runtime python{"python", "Python 3.11.2", "/usr/bin/python3", ""};
   auto s = steady_settings(python, {"python3", "app.py"}, {});
   EXPECT_EQ(s.command, (Words{"python3", "app.py"}));
   ASSERT_EQ(s.env.size(), 1u);
@@ -38,7 +60,7 @@ TEST(RuntimeTest, PythonGetsAFixedHashSeedUnlessTheServiceSetsOne) {
 }
 
 TEST(RuntimeTest, NodeGetsV8sPredictableFlagsAfterTheNodeWordEvenInAScript) {
-  Runtime node{"node", "v20.20.2", "/usr/bin/node"};
+  Runtime node{"node", "v20.20.2", "/usr/bin/node", ""};
   auto direct = steady_settings(node, {"node", "server.js", "8080"}, {});
   EXPECT_EQ(direct.command,
             (Words{"node", "--predictable", "--predictable-gc-schedule", "--hash-seed=1",
@@ -55,7 +77,7 @@ TEST(RuntimeTest, NodeGetsV8sPredictableFlagsAfterTheNodeWordEvenInAScript) {
 }
 
 TEST(RuntimeTest, JavaIsNamedNotChanged) {
-  Runtime java{"java", "openjdk version \"17.0.15\"", "/usr/bin/java"};
+  Runtime java{"java", "openjdk version \"17.0.15\"", "/usr/bin/java", ""};
   auto s = steady_settings(java, {"java", "-jar", "app.jar"}, {});
   EXPECT_EQ(s.command, (Words{"java", "-jar", "app.jar"}));
   EXPECT_TRUE(s.env.empty());

@@ -44,14 +44,49 @@ std::vector<double> unit_values(const CostBaseline& base, std::string_view metri
   return out;
 }
 
+// The variance of log counts a test uses, on its degrees of freedom: this
+// run's own launches (both sides' sums of squares), with the pool's where they
+// do not scatter significantly more than it says (F test, upper tail, p <
+// 0.05: the service's noise has grown since, or is not the pool's): as the
+// timed pool joins a young window's own spread (run_noise.cc).
+struct LogSpread {
+  double var = 0;
+  double df = 0;
+  const CountNoise* pool = nullptr;  // joined, or nullptr
+};
+
+LogSpread log_spread(double own_ss, double own_df, const CountNoise* pool) {
+  LogSpread s{own_df > 0 ? own_ss / own_df : 0, own_df, nullptr};
+  if (!pool || pool->df < 1 || pool->runs < 1) return s;
+  // Launches alike to a part in a million are alike: rounding, not spread.
+  double own_var = s.var < 1e-12 ? 0 : s.var;
+  double p = 1;
+  if (own_df > 0)
+    p = pool->log_var > 0 ? stats::f_distribution_sf(own_var / pool->log_var, own_df, pool->df)
+                          : (own_var > 0 ? 0.0 : 1.0);
+  if (p < 0.05) return s;
+  s.df = own_df + pool->df;
+  s.var = (own_ss + pool->log_var * pool->df) / s.df;
+  s.pool = pool;
+  return s;
+}
+
+std::string df_text(double df) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, df == std::floor(df) ? "%.0f" : "%.1f", df);
+  return buf;
+}
+
 // The change of the geometric means and its t interval on log counts, in %.
 ChangeTest count_test(const std::vector<double>& now, const std::vector<double>& base,
-                      double level_pct, const std::string& unit) {
+                      double level_pct, const std::string& unit, const CountNoise* pool,
+                      LogSpread& spread) {
   auto ln = logs(now), lb = logs(base);
   double d = mean(ln) - mean(lb);
-  double df = static_cast<double>(ln.size() + lb.size()) - 2;
-  double pooled = df > 0 ? (sum_squares(ln) + sum_squares(lb)) / df : 0;
-  double se = std::sqrt(pooled * (1.0 / ln.size() + 1.0 / lb.size()));
+  spread = log_spread(sum_squares(ln) + sum_squares(lb),
+                      static_cast<double>(ln.size() + lb.size()) - 2, pool);
+  double df = spread.df;
+  double se = std::sqrt(spread.var * (1.0 / ln.size() + 1.0 / lb.size()));
   double q = df > 0 ? stats::student_t_quantile(1 - (1 - level_pct / 100) / 2, df) : 0;
   ChangeTest t;
   t.estimate_pct = std::expm1(d) * 100;
@@ -64,6 +99,9 @@ ChangeTest count_test(const std::vector<double>& now, const std::vector<double>&
   t.confidence_pct = level_pct;
   t.unit = unit;
   t.method = se > 0 ? "two-sample t on log counts per launch" : "exact counts (launches agree)";
+  if (spread.pool)
+    t.method += ", with the launch noise of " + std::to_string(spread.pool->runs) +
+                " earlier runs (" + df_text(spread.df) + " df in all)";
   // The change this run would fail with 80 % power: past the warn limit by the
   // interval's half-width and the power's share of the standard error.
   double z80 = stats::normal_quantile(kDetectionPower / 100);
@@ -80,8 +118,9 @@ double spread_of(const std::vector<double>& values) {
 
 // `base_launch_spread`: the baseline side's own spread where its units are
 // launches (a stored baseline's units are runs, whose spread is the test's).
+// `spread`: the test's, which a pool of earlier runs' launches may have joined.
 void decide(const MetricDef& def, const CostRun& now, double base_launch_spread, bool base_launches,
-            MetricCheck& c) {
+            const LogSpread& spread_used, MetricCheck& c) {
   const ChangeTest& t = *c.test;
   double w = c.thresholds.warn_pct.value_or(0);
   std::optional<double> f = c.thresholds.fail_pct;
@@ -96,7 +135,11 @@ void decide(const MetricDef& def, const CostRun& now, double base_launch_spread,
   spread = std::max(spread, base_spread);
   // Two or three launches a side are too few to trust their spread: a lucky
   // pair agrees. From kTrustedLaunches a side the t interval carries the noise.
-  bool trusted = t.n_now >= kTrustedLaunches && (!base_launches || t.n_base >= kTrustedLaunches);
+  // So is a pool's: earlier runs' launches, on as many degrees of freedom as
+  // four launches a side would give, that these launches do not contradict.
+  bool trusted =
+      (t.n_now >= kTrustedLaunches && (!base_launches || t.n_base >= kTrustedLaunches)) ||
+      (spread_used.pool && spread_used.df >= 2 * (kTrustedLaunches - 1));
   bool noisy = f && !trusted && spread > *f * kMaxSpreadShareOfFail;
   if (f && e > *f && lo > w) {
     c.verdict = Verdict::kFail;
@@ -128,6 +171,25 @@ void decide(const MetricDef& def, const CostRun& now, double base_launch_spread,
 
 }  // namespace
 
+CountNoisePool pooled_count_noise(std::span<const CostRun> runs) {
+  CountNoisePool pool;
+  for (const auto& run : runs) {
+    for (const auto& def : cost_metric_defs()) {
+      auto values = run.values(def.key);
+      if (values.size() < 2 ||
+          !std::all_of(values.begin(), values.end(), [](double v) { return v > 0; }))
+        continue;
+      auto& noise = pool[std::string(def.key)];
+      // Sums of squares first; the variance from them below.
+      noise.log_var += sum_squares(logs(values));
+      noise.df += static_cast<double>(values.size()) - 1;
+      ++noise.runs;
+    }
+  }
+  for (auto& [key, noise] : pool) noise.log_var /= noise.df;
+  return pool;
+}
+
 int cost_family(const CostRun& now, const CostBaseline* baseline, const ThresholdSet& limits) {
   if (!now.ran() || !baseline || baseline->units.empty()) return 0;
   int family = 0;
@@ -152,9 +214,12 @@ std::vector<MetricCheck> check_costs(const CostRun& now, const CostBaseline* bas
     if (auto it = limits.find(def.key); it != limits.end()) c.thresholds = it->second;
     c.gated = c.thresholds.any();
     auto base = baseline ? unit_values(*baseline, def.key) : std::vector<double>{};
+    LogSpread spread;
     if (!base.empty()) {
       c.baseline = stats::median(base);
-      c.test = count_test(values, base, level_pct, baseline->unit);
+      auto pool = baseline->pool.find(def.key);
+      c.test = count_test(values, base, level_pct, baseline->unit,
+                          pool == baseline->pool.end() ? nullptr : &pool->second, spread);
       if (*c.baseline != 0) c.change_pct = (c.value - *c.baseline) / *c.baseline * 100;
     }
     if (c.thresholds.max && c.value > *c.thresholds.max) {
@@ -163,7 +228,7 @@ std::vector<MetricCheck> check_costs(const CostRun& now, const CostBaseline* bas
                   count_text(*c.thresholds.max, def.unit);
     } else if (c.test && (c.thresholds.warn_pct || c.thresholds.fail_pct)) {
       bool launches = baseline->unit == "launches";
-      decide(def, now, launches ? spread_of(base) : 0.0, launches, c);
+      decide(def, now, launches ? spread_of(base) : 0.0, launches, spread, c);
     } else {
       c.message = count_text(c.value, def.unit) + " over " + std::to_string(values.size()) +
                   " launches (spread " + pct_text(now.spread_pct(def.key), false) + ")" +

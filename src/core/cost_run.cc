@@ -24,4 +24,19 @@ double estimated_cycles(double l1_hits, double ll_hits, double ram_hits) {
   return l1_hits + 5 * ll_hits + 35 * ram_hits;
 }
 
+int auto_requests(double seconds_per_request, double count_time_s, int ceiling, int series) {
+  constexpr int kLadder[] = {1000, 500, 200, 100, 50, 20};
+  if (!(seconds_per_request > 0) || !(count_time_s > 0)) return ceiling;
+  double wanted = std::min(count_time_s / seconds_per_request, static_cast<double>(ceiling));
+  if (series > 0 && series <= ceiling && wanted >= series / 3.0 && wanted <= series * 3.0)
+    return series;
+  for (int n : kLadder)
+    if (n <= wanted) return n;
+  return std::min(20, ceiling);
+}
+
+int auto_warmup(int requests, int most) {
+  return std::min(most, std::max(kPaceProbe, requests / 5));
+}
+
 }  // namespace perfgate

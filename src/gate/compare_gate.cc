@@ -49,6 +49,12 @@ GateResult rejudge_run(BaselineStore& store, int64_t run_id, const RunOptions& o
   }
   auto selection = paired ? paired_selection(store, *run, options, block)
                           : select_baseline(store, query, policy);
+  // The counts against the baseline runs' of the same key, with the launch
+  // noise the run saw: only runs older than it.
+  if (!paired && selection.baseline && run->cost.ran()) {
+    selection.cost = cost_baseline(store, *selection.baseline, run->cost.key);
+    selection.cost.pool = stored_count_noise(store, run->profile_name, run->cost.key, run->id);
+  }
   // A sequential run's every look had a share of alpha: it is judged again as
   // its last look was, not at the profile's whole confidence. A paired run's
   // boundary level is the look's after the pairs it measured (pairs measured

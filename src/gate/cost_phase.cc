@@ -99,8 +99,53 @@ void log_failures(const SequenceOutcome& out, const char* what) {
         out.failed, out.answered, what, out.first_failure);
 }
 
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// How many requests each launch of a phase warms up with and counts: pinned
+// by the profile, or chosen on the first launch from its warm-up's pace
+// (`requests: "auto"`) and kept for every launch after it, both sides'.
+struct RequestChoice {
+  int requests = 0;  // 0: not chosen yet
+  int warmup = 0;
+  int series = 0;  // the count earlier runs of the profile took (auto_requests())
+  explicit RequestChoice(const CostSpec& spec, int series_requests = 0)
+      : requests(spec.requests_auto ? 0 : spec.requests),
+        warmup(spec.requests_auto ? 0 : spec.warmup_requests),
+        series(series_requests) {}
+};
+
+// The warm-up, with instrumentation on: on an automatic count's first launch,
+// its first part's pace under the instrument sets the count and the rest of it.
+void warm_up(RequestSequence& requests, const CostSpec& cost, RequestChoice& choice,
+             const std::atomic<bool>& stop) {
+  if (choice.requests > 0) {
+    if (choice.warmup > 0) log_failures(requests.send(choice.warmup, stop), "warm-up");
+    return;
+  }
+  // The first requests pay for Valgrind translating the code they reach (the
+  // demo service's first 20: 7x the pace of those after): untimed.
+  int probe = std::min(cost.warmup_requests, kPaceProbe);
+  int untimed = probe / 3, timed = probe - untimed;
+  if (untimed > 0) log_failures(requests.send(untimed, stop), "warm-up");
+  auto started = Clock::now();
+  if (timed > 0) log_failures(requests.send(timed, stop), "warm-up");
+  double pace = timed > 0 ? seconds_since(started) / timed : 0;
+  double target = std::chrono::duration<double>(cost.count_time).count();
+  choice.requests = auto_requests(pace, target, cost.requests, choice.series);
+  choice.warmup = auto_warmup(choice.requests, cost.warmup_requests);
+  spdlog::info(
+      "cost phase: {} requests a launch after {} to warm up (requests \"auto\": {:.1f} ms a "
+      "request in the warm-up, cost.count_time {}{})",
+      choice.requests, choice.warmup, pace * 1000, format_duration(cost.count_time),
+      choice.requests == choice.series ? "; earlier runs' count kept" : "");
+  if (choice.warmup > probe) log_failures(requests.send(choice.warmup - probe, stop), "warm-up");
+}
+
 // One launch: started under callgrind, warmed up, zeroed, N requests counted.
-MetricSet count_launch(const Profile& profile, const std::atomic<bool>& stop) {
+MetricSet count_launch(const Profile& profile, RequestChoice& choice,
+                       const std::atomic<bool>& stop) {
   const CostSpec& cost = profile.cost;
   CostFolder folder;
   CallgrindSession session(folder.path(), callgrind_options(profile));
@@ -116,10 +161,10 @@ MetricSet count_launch(const Profile& profile, const std::atomic<bool>& stop) {
   }
   session.monitor("instrumentation on", cost.timeout);
   RequestSequence requests(profile, cost.connections, cost.timeout);
-  if (cost.warmup_requests > 0) log_failures(requests.send(cost.warmup_requests, stop), "warm-up");
+  warm_up(requests, cost, choice, stop);
   session.monitor("zero", cost.timeout);
   auto mark = session.mark();
-  auto counted = requests.send(cost.requests, stop);
+  auto counted = requests.send(choice.requests, stop);
   auto dumps = session.dump_since(
       mark, [&service] { return service.processes(); }, cost.timeout);
   log_failures(counted, "counted");
@@ -135,16 +180,16 @@ MetricSet count_launch(const Profile& profile, const std::atomic<bool>& stop) {
 // One launch with the PMU: no Valgrind, the counter opened before the exec
 // and read around the counted requests.
 MetricSet count_launch_pmu(const Profile& profile, const CounterFactory& counters,
-                           const std::atomic<bool>& stop) {
+                           RequestChoice& choice, const std::atomic<bool>& stop) {
   const CostSpec& cost = profile.cost;
   auto counter = counters();
   LaunchOptions launch{true, [&counter](pid_t pid) { counter->open(pid); }};
   ServiceProcess service(*profile.service, {}, launch);
   service.wait_ready(stop);
   RequestSequence requests(profile, cost.connections, cost.timeout);
-  if (cost.warmup_requests > 0) log_failures(requests.send(cost.warmup_requests, stop), "warm-up");
+  warm_up(requests, cost, choice, stop);
   double before = counter->read();
-  auto counted = requests.send(cost.requests, stop);
+  auto counted = requests.send(choice.requests, stop);
   double after = counter->read();
   log_failures(counted, "counted");
   service.stop();
@@ -153,9 +198,10 @@ MetricSet count_launch_pmu(const Profile& profile, const CounterFactory& counter
 }
 
 MetricSet count_one(const Profile& profile, const CostInstrument& instrument,
-                    const CounterFactory& counters, const std::atomic<bool>& stop) {
-  return instrument.name == "perf" ? count_launch_pmu(profile, counters, stop)
-                                   : count_launch(profile, stop);
+                    const CounterFactory& counters, RequestChoice& choice,
+                    const std::atomic<bool>& stop) {
+  return instrument.name == "perf" ? count_launch_pmu(profile, counters, choice, stop)
+                                   : count_launch(profile, choice, stop);
 }
 
 // Under "auto" a service that cannot come up under the instrument (an ASan
@@ -186,6 +232,12 @@ PhaseProfile phase_profile(const Profile& profile) {
   if (!profile.service || profile.service->command.empty()) return out;
   auto runtime = detect_runtime(profile.service->command, profile.service->cwd);
   if (!runtime) return out;
+  if (!runtime->shim.empty())
+    spdlog::warn(
+        "cost phase: {} is a script ({}), a version manager's shim perhaps: under Valgrind every "
+        "program it runs starts traced too (pyenv's python3: 18 s a start instead of 1 s); "
+        "name the interpreter itself (`pyenv which python3`, /usr/bin/python3)",
+        runtime->program.string(), runtime->shim);
   out.runtime = runtime->version.empty() ? runtime->name : runtime->version;
   if (!profile.cost.steady_runtime) {
     out.runtime += "; as started (cost.steady_runtime: false)";
@@ -198,12 +250,18 @@ PhaseProfile phase_profile(const Profile& profile) {
   return out;
 }
 
-CostRun started_run(const PhaseProfile& phase, const CostInstrument& instrument,
+// One side's run as it starts: its instrument and the options that change
+// counts (its key's, set by keyed() once the request count is known).
+struct SideRun {
+  CostRun run;
+  std::string options;
+};
+
+SideRun started_run(const PhaseProfile& phase, const CostInstrument& instrument,
                     const std::string& side = "") {
   const Profile& profile = phase.profile;
   CostRun run;
   run.instrument = instrument.name;
-  run.requests = profile.cost.requests;
   run.connections = profile.cost.connections;
   std::string options = "user-space instructions, inherited";
   if (instrument.name == "callgrind")
@@ -214,8 +272,19 @@ CostRun started_run(const PhaseProfile& phase, const CostInstrument& instrument,
         "cost phase: {}runtime {}{}", side, phase.runtime,
         profile.cost.steady_runtime ? " (cost.steady_runtime: false starts it as is)" : "");
   }
-  run.key = cost_key(instrument.name, instrument.version, options, profile.cost);
-  return run;
+  return {run, options};
+}
+
+// The request count and the key that comes with it: counts compare only
+// between runs that sent as many requests after as long a warm-up.
+CostRun keyed(SideRun side, const CostInstrument& instrument, const CostSpec& cost,
+              const RequestChoice& choice) {
+  CostSpec counted = cost;
+  counted.requests = choice.requests;
+  counted.warmup_requests = choice.warmup;
+  side.run.requests = choice.requests;
+  side.run.key = cost_key(instrument.name, instrument.version, side.options, counted);
+  return side.run;
 }
 
 std::string kernel_release() {
@@ -280,7 +349,8 @@ int planned_cost_family(const Profile& profile) {
 }
 
 CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
-                     const std::atomic<bool>& stop, const CounterFactory& counters) {
+                     const std::atomic<bool>& stop, const CounterFactory& counters,
+                     int series_requests) {
   CostRun run;
   if (!profile.cost.enabled()) return run;
   if (instrument.name.empty()) {
@@ -289,18 +359,20 @@ CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
     return run;
   }
   auto phase = phase_profile(profile);
-  run = started_run(phase, instrument);
+  auto side = started_run(phase, instrument);
+  RequestChoice choice(profile.cost, series_requests);
   auto started = Clock::now();
   for (int i = 0; i < profile.cost.launches && !stop; ++i) {
     try {
-      run.launches.push_back(count_one(phase.profile, instrument, counters, stop));
+      side.run.launches.push_back(count_one(phase.profile, instrument, counters, choice, stop));
     } catch (const Error& e) {
       if (i > 0 || !first_launch_may_skip(profile)) throw;
       return skipped_run(e);
     }
-    log_launch("", i, run.launches.back());
+    log_launch("", i, side.run.launches.back());
   }
-  run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  run = keyed(side, instrument, profile.cost, choice);
+  run.seconds = seconds_since(started);
   return run;
 }
 
@@ -313,7 +385,8 @@ int cost_looks(const Profile& profile) {
 
 PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline,
                                const CostInstrument& instrument, const std::atomic<bool>& stop,
-                               const CounterFactory& counters, const WantedLaunches& wanted) {
+                               const CounterFactory& counters, const WantedLaunches& wanted,
+                               int series_requests) {
   PairedCost out;
   if (instrument.name.empty()) {
     out.candidate = measure_cost(candidate, instrument, stop, counters);
@@ -323,17 +396,21 @@ PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline
   auto started = Clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   auto base_phase = phase_profile(baseline), cand_phase = phase_profile(candidate);
-  out.baseline = started_run(base_phase, instrument, "baseline ");
-  out.candidate = started_run(cand_phase, instrument, "candidate ");
+  auto base_side = started_run(base_phase, instrument, "baseline ");
+  auto cand_side = started_run(cand_phase, instrument, "candidate ");
+  // One count for both sides: the baseline's first launch chooses it.
+  RequestChoice choice(candidate.cost, series_requests);
   // In turns, and each pair of launches in the other order from the last.
   auto count_pair = [&](int i) {
     for (int k = 0; k < 2; ++k) {
       bool base = (k == 0) == (i % 2 == 0);
-      CostRun& side = base ? out.baseline : out.candidate;
-      side.launches.push_back(
-          count_one(base ? base_phase.profile : cand_phase.profile, instrument, counters, stop));
+      CostRun& side = base ? base_side.run : cand_side.run;
+      side.launches.push_back(count_one(base ? base_phase.profile : cand_phase.profile, instrument,
+                                        counters, choice, stop));
       log_launch(base ? "baseline " : "candidate ", i, side.launches.back());
     }
+    out.baseline = keyed(base_side, instrument, candidate.cost, choice);
+    out.candidate = keyed(cand_side, instrument, candidate.cost, choice);
     out.candidate.seconds = out.baseline.seconds = seconds();
   };
   const CostSpec& spec = candidate.cost;

@@ -43,8 +43,11 @@ int planned_cost_family(const Profile& profile);
 /// CostRun with `skipped` set (Error when `cost.required`); a service that
 /// cannot be counted (it exits, vgdb gets no answer) is an Error, except on
 /// the first launch under "auto" (not required), where it skips the phase.
+/// `series_requests`: the request count earlier runs of the profile took, kept
+/// by `requests: "auto"` while the pace allows (auto_requests()); 0 for none.
 CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
-                     const std::atomic<bool>& stop, const CounterFactory& counters);
+                     const std::atomic<bool>& stop, const CounterFactory& counters,
+                     int series_requests = 0);
 
 /// How many times a run judges its counts: 2 in a paired run that may add
 /// launches (cost.max_launches above cost.launches), else 1. The levels split
@@ -65,7 +68,8 @@ using WantedLaunches = std::function<int(const PairedCost&)>;
 /// within cost.budget of its start.
 PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline,
                                const CostInstrument& instrument, const std::atomic<bool>& stop,
-                               const CounterFactory& counters, const WantedLaunches& wanted = {});
+                               const CounterFactory& counters, const WantedLaunches& wanted = {},
+                               int series_requests = 0);
 
 /// The phase's outcome as a note for the result: counts and spread, or why skipped.
 std::string cost_note(const CostRun& cost, const std::string& side = "");

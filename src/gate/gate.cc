@@ -213,9 +213,12 @@ ExitStatus run_gate(const RunOptions& options, const EnvLookup& env, std::ostrea
     auto share = placing_share(run.host_summary.shared_cpu_pct, run.host_summary.samples);
     if (selection.baseline && share && !options.baseline_run)
       selection = choose_baseline(options, store, profile, gate.partial().ci, host, share);
-    run.record.cost = measure_cost(profile, instrument, stop, measurer.counter);
-    if (store && selection.baseline)
+    int series = store ? stored_cost_requests(*store, profile.name, instrument.name) : 0;
+    run.record.cost = measure_cost(profile, instrument, stop, measurer.counter, series);
+    if (store && selection.baseline) {
       selection.cost = cost_baseline(*store, *selection.baseline, run.record.cost.key);
+      selection.cost.pool = stored_count_noise(*store, profile.name, run.record.cost.key);
+    }
     GateResult result =
         judge_and_store(options, store, profile, selection, std::move(run.record), run.figures);
     if (!dropped.empty()) result.notes.push_back(dropped);

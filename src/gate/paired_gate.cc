@@ -119,8 +119,9 @@ struct PairedLook {
   Judgement judgement;
 };
 
+// `cost_pool`: earlier runs' launch noise of the counts' key (stored_count_noise()).
 PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const Profile& profile,
-                       const DecisionSettings& settings) {
+                       const DecisionSettings& settings, const CountNoisePool& cost_pool = {}) {
   PairedLook look;
   int block = profile.paired->block;
   // Pairs of one launch share its luck: with paired.block above 1 the test
@@ -131,7 +132,8 @@ PairedLook paired_look(const PairedRecords& p, const PairedMeasurement& m, const
       per_launch_figures(p.base.iterations, service_cpu(m.baseline.windows), block);
   look.selection.baseline->sample.paired = true;
   if (block > 1) look.selection.baseline->sample.paired_unit = "blocks";  // launches, not pairs
-  look.selection.cost = {p.base.cost.launches, "launches"};
+  look.selection.cost.units = p.base.cost.launches;
+  look.selection.cost.pool = cost_pool;
   DecisionSettings with_costs = settings;
   with_costs.extra_family = planned_cost_family(profile);
   look.judgement = judge(look.now, &look.selection.baseline->sample, profile.thresholds,
@@ -187,6 +189,7 @@ struct PairedState {
   int taken = 0;               // pairs measured, extensions included: which look this is
   SequentialPlan plan;         // the context's, max_count lowered as repeat.budget runs out
   std::string cost_extension;  // the cost phase's added launches, as a note
+  CountNoisePool cost_pool;    // earlier runs' launch noise of the counts' key
 };
 
 // What every stage of a paired run needs: the two sides' profiles, the run so
@@ -317,7 +320,11 @@ void count_both_sides(const PairedContext& c, PairedState& s) {
   auto judge_counts = [&](const PairedCost& cost) {
     s.p.cand.cost = cost.candidate;
     s.p.base.cost = cost.baseline;
-    s.look = paired_look(s.p, s.m, c.profile, look_settings(s.plan, s.taken));
+    // Read once the key is known: the store's earlier runs of it (a pull
+    // request's store holds the default branch's).
+    if (c.store && s.cost_pool.empty() && cost.candidate.key == cost.baseline.key)
+      s.cost_pool = stored_count_noise(*c.store, c.profile.name, cost.candidate.key);
+    s.look = paired_look(s.p, s.m, c.profile, look_settings(s.plan, s.taken), s.cost_pool);
   };
   auto wanted = [&](const PairedCost& first) {
     judge_counts(first);
@@ -327,8 +334,9 @@ void count_both_sides(const PairedContext& c, PairedState& s) {
         want = std::max(want, std::max(launches_to_decide(check), kTrustedLaunches));
     return want;
   };
+  int series = c.store ? stored_cost_requests(*c.store, c.profile.name, c.instrument.name) : 0;
   auto cost = measure_paired_cost(c.profile, c.base_profile, c.instrument, c.stop,
-                                  c.measurer.counter, wanted);
+                                  c.measurer.counter, wanted, series);
   judge_counts(cost);
   s.cost_extension = cost.extension;
 }
@@ -435,8 +443,11 @@ BaselineSelection paired_selection(BaselineStore& store, const RunRecord& run,
   selection.baseline->sample.paired = true;
   // The counted cost against the baseline side's own launches, as the run was
   // judged: without them a paired run that failed on its counts came back warn.
-  if (partner->cost.ran() && partner->cost.key == run.cost.key)
-    selection.cost = {partner->cost.launches, "launches"};
+  if (partner->cost.ran() && partner->cost.key == run.cost.key) {
+    selection.cost.units = partner->cost.launches;
+    selection.cost.pool =
+        stored_count_noise(store, run.profile_name, run.cost.key, std::min(run.id, partner->id));
+  }
   return selection;
 }
 

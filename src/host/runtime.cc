@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iterator>
 #include <string_view>
 
@@ -54,7 +55,12 @@ std::optional<Runtime> detect_runtime(const std::vector<std::string>& command,
   std::string name = runtime_name(fs::path(argv.front()).filename().string());
   if (name.empty() && !program.empty()) name = runtime_name(program.filename().string());
   if (name.empty()) return std::nullopt;
-  Runtime r{name, "", program.empty() ? fs::path(argv.front()) : program};
+  Runtime r{name, "", program.empty() ? fs::path(argv.front()) : program, ""};
+  if (std::ifstream in(r.program); in) {
+    std::string line;
+    std::getline(in, line);
+    if (line.rfind("#!", 0) == 0) r.shim = line.substr(0, 120);
+  }
   try {
     auto out = run_child({r.program.string(), name == "java" ? "-version" : "--version"},
                          std::chrono::seconds(10));

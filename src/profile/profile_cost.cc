@@ -7,9 +7,10 @@
 namespace perfgate::profile_detail {
 namespace {
 
-constexpr std::array<std::string_view, 12> kCostKeys = {
-    "instrument", "requests",  "warmup_requests", "connections",   "launches", "max_launches",
-    "budget",     "cache_sim", "required",        "ready_timeout", "timeout",  "steady_runtime"};
+constexpr std::array<std::string_view, 13> kCostKeys = {
+    "instrument",   "requests",       "warmup_requests", "connections", "launches",
+    "max_launches", "budget",         "cache_sim",       "required",    "ready_timeout",
+    "timeout",      "steady_runtime", "count_time"};
 constexpr Nanos kMaxTimeout = std::chrono::hours(1);
 constexpr std::array<std::string_view, 4> kInstruments = {"off", "callgrind", "perf", "auto"};
 
@@ -27,7 +28,14 @@ CostSpec read_cost_object(const Section& s) {
     spec.instrument = *i;
   else if (!s.has("instrument"))
     spec.instrument = "callgrind";
-  spec.requests = s.integer("requests", 1, 1'000'000).value_or(spec.requests);
+  if (const Doc* requests = s.get("requests"); requests && requests->is_string()) {
+    if (requests->get<std::string>() != "auto")
+      s.problem("requests", "must be \"auto\" or a positive integer, got " + shown(*requests));
+  } else if (auto pinned = s.integer("requests", 1, 1'000'000)) {
+    spec.requests = *pinned;
+    spec.requests_auto = false;
+  }
+  spec.count_time = s.duration("count_time", false, kMaxTimeout).value_or(spec.count_time);
   spec.warmup_requests = s.integer("warmup_requests", 0, 1'000'000).value_or(spec.warmup_requests);
   spec.connections = s.integer("connections", 1, 1024).value_or(spec.connections);
   // One launch a side has no spread to check its counts against.

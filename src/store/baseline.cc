@@ -248,6 +248,28 @@ CostBaseline cost_baseline(BaselineStore& store, const Baseline& baseline, const
   return out;
 }
 
+int stored_cost_requests(BaselineStore& store, const std::string& profile_name,
+                         const std::string& instrument) {
+  int requests = 0;
+  store.each_run(profile_name, "", kHistoryRuns, [&](RunRecord&& run) {
+    if (requests == 0 && run.cost.ran() && run.cost.instrument == instrument)
+      requests = run.cost.requests;
+  });
+  return requests;
+}
+
+CountNoisePool stored_count_noise(BaselineStore& store, const std::string& profile_name,
+                                  const std::string& key, int64_t before_run) {
+  if (key.empty()) return {};
+  std::vector<CostRun> runs;
+  store.each_run(profile_name, "", kHistoryRuns, [&](RunRecord&& run) {
+    if (static_cast<int>(runs.size()) >= kCountPoolRuns) return;
+    if (before_run != 0 && run.id >= before_run) return;
+    if (run.cost.key == key && run.cost.launches.size() >= 2) runs.push_back(std::move(run.cost));
+  });
+  return pooled_count_noise(runs);
+}
+
 std::optional<double> stored_shared_cpu_pct(const RunRecord& run) {
   auto shares = shared_cpu_by_iteration(run.host_samples_json, run.iterations.size());
   double weighted = 0;

@@ -134,6 +134,46 @@ TEST_F(CostCliTest, StoredModeCountsExactlyAndCatchesARegression) {
   EXPECT_EQ(metric("instructions_per_request")["verdict"], "fail");
   EXPECT_GT(metric("instructions_per_request")["change_pct"].get<double>(), 2);
   EXPECT_NE(testing::read_file(junit_).find("instructions_per_request"), std::string::npos);
+  // Judged again from the store: the counts against the baseline runs' of the
+  // same key, as the gate judged them (they went unjudged there before).
+  auto id = std::to_string(last_["run_id"].get<int64_t>());
+  auto rejudge = testing::run_command({testing::perfgate_binary(), "compare", id, "--store",
+                                       store_.string(), "--json", (dir_ / "again.json").string()});
+  EXPECT_EQ(rejudge.exit_code, 1) << rejudge.out << rejudge.err;
+  auto rejudged = json::parse(testing::read_file(dir_ / "again.json"));
+  EXPECT_EQ(rejudged["metrics"]["instructions_per_request"]["verdict"], "fail") << rejudge.out;
+  EXPECT_EQ(rejudged["metrics"]["instructions_per_request"]["change_pct"],
+            metric("instructions_per_request")["change_pct"]);
+}
+
+// requests "auto" (the default): the first launch's warm-up pace picks the
+// count whose requests take about cost.count_time, from a ladder, and says so;
+// the next run of the profile keeps that count (its key with it) while its
+// pace allows, so its counts compare and pass.
+TEST_F(CostCliTest, AnAutomaticCountFitsItsTimeAndKeepsItsSeries) {
+  testing::write_file(profile_,
+                      profile(R"({ "instrument": "callgrind", "count_time": "60ms" })", false));
+  auto first = run({{"ROUNDS", "2000"}});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  int requests = last_["cost"]["requests"].get<int>();
+  // A request under callgrind takes well over 60 us: fewer than the 1000 ceiling.
+  EXPECT_LT(requests, 1000) << first.err;
+  EXPECT_TRUE(requests == 500 || requests == 200 || requests == 100 || requests == 50 ||
+              requests == 20)
+      << requests;
+  auto said = "cost phase: " + std::to_string(requests) + " requests a launch after " +
+              std::to_string(std::max(30, requests / 5)) + " to warm up (requests \"auto\": ";
+  EXPECT_NE(first.err.find(said), std::string::npos) << first.err;
+  EXPECT_NE(first.out.find(std::to_string(requests) + " requests x 1 connection each"),
+            std::string::npos)
+      << first.out;
+
+  auto again = run({{"ROUNDS", "2000"}});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(last_["cost"]["requests"].get<int>(), requests) << again.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "pass")
+      << metric("instructions_per_request");
+  EXPECT_TRUE(metric("instructions_per_request").contains("test"));
 }
 
 // A service that forks a child per request (Python's ForkingHTTPServer) does
@@ -356,7 +396,8 @@ TEST_F(CostCliTest, ABaselineSideWhoseLaunchesDisagreeMakesTheCountInconclusive)
 // turns until it decides. The baseline build's launches alternate between two
 // amounts of work (their counts about 1 % apart: more than a quarter of the
 // 2 % fail limit), the candidate's sits between them. Two launches a side
-// cannot pass; at four the t interval carries the spread, and passes.
+// cannot pass; at four the t interval carries the spread, and passes. Then the
+// store's earlier launches do what the added ones did.
 TEST_F(CostCliTest, AnUndecidedCountAddsLaunchesUntilItDecides) {
   testing::write_file(profile_,
                       alternating_baseline(R"({ "instrument": "callgrind", "requests": 200,
@@ -382,7 +423,27 @@ TEST_F(CostCliTest, AnUndecidedCountAddsLaunchesUntilItDecides) {
       << count.dump(2);
   EXPECT_EQ(testing::validate_result_json(json_).exit_code, 0);
 
-  // A budget the first launches already spent adds none, and says so.
+  // The next run of the same cost key reads that run's launches from the store
+  // (both sides: 6 degrees of freedom, as four launches a side would give):
+  // two launches a side, none added (max_launches 2), now decide what they
+  // could not alone; the test's method says what joined it.
+  testing::write_file(profile_,
+                      alternating_baseline(R"({ "instrument": "callgrind", "requests": 200,
+          "warmup_requests": 40, "max_launches": 2 })",
+                                           2000, kOtherRounds));
+  auto pooled = run({{"ROUNDS", kMiddleRounds}, {"LAUNCHES", (dir_ / "launches3").string()}});
+  EXPECT_EQ(pooled.exit_code, 0) << pooled.out << pooled.err;
+  const auto& with_pool = metric("instructions_per_request");
+  EXPECT_EQ(with_pool["verdict"], "pass") << with_pool.dump(2);
+  EXPECT_EQ(last_["cost"]["launches"].size(), 2u);
+  EXPECT_NE(with_pool["test"]["method"].get<std::string>().find(
+                "with the launch noise of 2 earlier runs (8 df in all)"),
+            std::string::npos)
+      << with_pool.dump(2);
+
+  // A budget the first launches already spent adds none, and says so (a new
+  // store: no earlier runs' launches to lean on).
+  store_ = dir_ / "fresh.db";
   testing::write_file(profile_,
                       alternating_baseline(R"({ "instrument": "callgrind", "requests": 200,
           "warmup_requests": 40, "max_launches": 4, "budget": "1s" })",

@@ -32,6 +32,24 @@ struct CostRun {
   friend bool operator==(const CostRun&, const CostRun&) = default;
 };
 
+/// The counted requests of a launch under `requests: "auto"`: the largest of
+/// 1000, 500, 200, 100, 50 and 20, at most `ceiling`, whose requests at the
+/// warm-up's `seconds_per_request` take no more than `count_time_s` (20 at the
+/// least; `ceiling` when the pace is unknown, 0). `series`: the count earlier
+/// runs of the profile took (0: none), kept while the pace asks for between a
+/// third and three times it: a pace that moves with the runner's load does not
+/// start a new cost key (the count is part of it) at every run.
+int auto_requests(double seconds_per_request, double count_time_s, int ceiling, int series = 0);
+
+/// Warm-up requests an automatic count's first launch takes its pace from: the
+/// first third untimed (Valgrind translates the code they reach), the rest timed.
+inline constexpr int kPaceProbe = 30;
+
+/// The warm-up of an automatic count: a fifth of it, at least the pace probe's
+/// kPaceProbe, at most `most` (the profile's warmup_requests). 1000 requests
+/// keep the default 200.
+int auto_warmup(int requests, int most);
+
 /// The estimated cycles of callgrind's cache simulation, a model (CodSpeed's and
 /// iai-callgrind's): L1 hits + 5 x last-level hits + 35 x memory accesses.
 double estimated_cycles(double l1_hits, double ll_hits, double ram_hits);

@@ -18,6 +18,10 @@ struct Runtime {
   std::string name;     // "python", "node" or "java"
   std::string version;  // the first line of what `program --version` says, e.g. "Python 3.11.2"
   std::filesystem::path program;
+  /// The `#!` line when `program` is a script named like the runtime: a
+  /// version manager's shim (pyenv, asdf, nvm's wrappers). Under Valgrind,
+  /// which traces children, every program it runs first starts traced too.
+  std::string shim;
 };
 
 /// The runtime `command` (started in `cwd`, empty: here) runs, when its

@@ -134,10 +134,15 @@ struct PlacementSpec {
 /// and exactly `requests` requests are sent in a fixed order.
 struct CostSpec {
   std::string instrument = "off";  // off | callgrind | perf | auto (what the runner has)
-  int requests = 1000;             // counted per launch
+  int requests = 1000;             // counted per launch; with requests_auto, at most
   int warmup_requests = 200;       // sent before the counters are zeroed
-  int connections = 1;             // 1: the only setting measured bit-identical
-  int launches = 2;                // per side; their spread is the counts' noise check
+  // `requests: "auto"` (the default): the first launch's warm-up pace picks the
+  // count (1000, 500, 200, 100, 50 or 20) whose requests take about
+  // `count_time` under the instrument, and the warm-up a fifth of it.
+  bool requests_auto = true;
+  Nanos count_time = std::chrono::seconds(5);
+  int connections = 1;  // 1: the only setting measured bit-identical
+  int launches = 2;     // per side; their spread is the counts' noise check
   // Paired: while a gated count is undecided after `launches`, launches are
   // added in turns up to `max_launches` a side, as long as the phase's pace
   // says the next pair ends within `budget` of the phase's start.

@@ -73,6 +73,19 @@ struct BaselineSelection {
 /// unit per run (its launches' median): counts compare only within one key.
 CostBaseline cost_baseline(BaselineStore& store, const Baseline& baseline, const std::string& key);
 
+/// The request count the newest stored run of `profile_name` counted with
+/// `instrument` took (0: none): `requests: "auto"` keeps it while the pace allows.
+int stored_cost_requests(BaselineStore& store, const std::string& profile_name,
+                         const std::string& instrument);
+
+/// The launch noise of `profile_name`'s stored runs counted with cost key `key`
+/// (pooled_count_noise()): the newest kCountPoolRuns of them with two launches
+/// or more, older than run `before_run` when it is not 0 (judging a stored run
+/// again sees what it saw). Any branch, any verdict: a run's launches scatter
+/// about its own level whatever its code.
+CountNoisePool stored_count_noise(BaselineStore& store, const std::string& profile_name,
+                                  const std::string& key, int64_t before_run = 0);
+
 /// The share of a stored run's kept samples in which a busy load thread and a
 /// busy service thread last ran on one CPU, weighted by samples; nullopt when
 /// its windows do not say (an older run, a remote service) or are too few to
