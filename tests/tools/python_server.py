@@ -1,15 +1,23 @@
-# A small Python HTTP service for the end-to-end tests (CPython, a thread per
-# connection, as users run http.server): python3 python_server.py PORT ROUNDS
-# [--two-writes]. Each request runs ROUNDS rounds of an integer loop, so a test
-# plants an exact regression. The response leaves in one write, as a
-# framework's does; --two-writes keeps http.server's unbuffered default
-# (headers, then body), which meets Nagle's algorithm and delayed ACKs.
+# A small Python HTTP service for the end-to-end tests and bench/cost_gate.sh
+# (CPython, a thread per connection, as users run http.server):
+#   python3 python_server.py PORT ROUNDS [--two-writes] [--fork] [--prefork N]
+# Each request runs ROUNDS rounds of an integer loop, so a test plants an exact
+# regression. The response leaves in one write, as a framework's does;
+# --two-writes keeps http.server's unbuffered default (headers, then body),
+# which meets Nagle's algorithm and delayed ACKs. --fork serves each connection
+# in a forked child (ForkingHTTPServer); --prefork N forks N workers that share
+# the listening socket, as gunicorn's pre-fork model does.
+import os
+import socketserver
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
 PORT = int(sys.argv[1])
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-TWO_WRITES = "--two-writes" in sys.argv[3:]
+FLAGS = sys.argv[3:]
+TWO_WRITES = "--two-writes" in FLAGS
+FORK = "--fork" in FLAGS
+PREFORK = int(FLAGS[FLAGS.index("--prefork") + 1]) if "--prefork" in FLAGS else 0
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -32,4 +40,20 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+if PREFORK:
+    server = HTTPServer(("127.0.0.1", PORT), Handler)
+    workers = []
+    for _ in range(PREFORK):
+        pid = os.fork()
+        if pid == 0:
+            server.serve_forever()
+            os._exit(0)
+        workers.append(pid)
+    for pid in workers:
+        os.waitpid(pid, 0)
+else:
+    # http.server has no ForkingHTTPServer before Python 3.12: its definition.
+    class ForkingHTTPServer(socketserver.ForkingMixIn, HTTPServer):
+        daemon_threads = True
+
+    (ForkingHTTPServer if FORK else ThreadingHTTPServer)(("127.0.0.1", PORT), Handler).serve_forever()
