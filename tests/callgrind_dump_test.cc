@@ -87,6 +87,18 @@ TEST(CallgrindDumpTest, RefusesWhatIsNoDump) {
   EXPECT_TRUE(refused("events: Ir\ntotals: -5\n"));     // not a count
   EXPECT_TRUE(refused("events: Ir\ntotals: 1e400\n"));  // not a count
   EXPECT_TRUE(refused("events: Ir\ntotals: 123456789012345678901234\n"));
+  EXPECT_TRUE(refused("events: Ir\ntotals: 12345678901234567890\n"));  // past what a double holds
+  EXPECT_FALSE(refused("events: Ir\ntotals: 999999999999999\n"));
+  EXPECT_TRUE(refused("events: Ir Ir\ntotals: 1 2\n"));  // an event named twice
+  // Nothing counted over the requests: the serving process was not counted.
+  try {
+    per_request_costs(parse_callgrind_dump("events: Ir\ntotals: 0\n", "d"), 10);
+    ADD_FAILURE() << "Ir 0 passed as free requests";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("counted no instructions over 10 requests"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(per_request_costs(parse_callgrind_dump("events: Dr\ntotals: 1\n", "d"), 10), Error);
   EXPECT_THROW(per_request_costs(parse_callgrind_dump("events: Ir\ntotals: 1\n", "d"), 0), Error);
 }

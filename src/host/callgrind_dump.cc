@@ -18,9 +18,10 @@ std::vector<std::string> words(std::string_view text) {
   return out;
 }
 
-// A count as callgrind writes it: a non-negative decimal integer.
+// A count as callgrind writes it: a non-negative decimal integer, and one a
+// double holds exactly (2^53 is about 9e15: months of one CPU's instructions).
 bool parse_count(const std::string& word, double& value) {
-  if (word.empty() || word.size() > 20) return false;
+  if (word.empty() || word.size() > 15) return false;
   for (char c : word)
     if (c < '0' || c > '9') return false;
   value = std::strtod(word.c_str(), nullptr);
@@ -50,6 +51,11 @@ EventTotals parse_callgrind_dump(std::string_view text, const std::string& sourc
     if (line.rfind("summary:", 0) == 0) summary = words(line.substr(8));
   }
   if (events.empty()) throw Error(source + ": not a callgrind dump (no \"events:\" line)");
+  for (size_t i = 0; i < events.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (events[i] == events[j])
+        throw Error(source + ": callgrind dump names the event " + events[i].substr(0, 40) +
+                    " twice");
   if (totals.empty()) totals = summary;
   if (totals.empty()) throw Error(source + ": callgrind dump without totals (cut short?)");
   // Trailing zero counts may be left out; more counts than events is not ours.
@@ -60,8 +66,8 @@ EventTotals parse_callgrind_dump(std::string_view text, const std::string& sourc
   for (size_t i = 0; i < events.size(); ++i) {
     double value = 0;
     if (i < totals.size() && !parse_count(totals[i], value))
-      throw Error(source + ": callgrind total \"" + totals[i] + "\" of " + events[i] +
-                  " is not a count");
+      throw Error(source + ": callgrind total \"" + totals[i].substr(0, 40) + "\" of " +
+                  events[i].substr(0, 40) + " is not a count (a whole number below 10^15)");
     out[events[i]] = value;
   }
   return out;
@@ -74,6 +80,11 @@ void add_totals(EventTotals& a, const EventTotals& b) {
 MetricSet per_request_costs(const EventTotals& t, int requests) {
   if (!has(t, "Ir")) throw Error("callgrind dump without the Ir (instructions) event");
   if (requests <= 0) throw Error("cost phase: no request was counted");
+  // Every request runs code somewhere in the service: none counted means the
+  // serving process was never counted, not a free request (issue 50).
+  if (event(t, "Ir") <= 0)
+    throw Error("cost phase: callgrind counted no instructions over " + std::to_string(requests) +
+                " requests: the process that served them was not counted");
   double n = requests;
   MetricSet out;
   out["instructions_per_request"] = event(t, "Ir") / n;

@@ -129,8 +129,12 @@ class Section {
     const Doc* value = get(key);
     if (!value) return std::nullopt;
     if (!is_integral(*value) || value->get<double>() < min) {
-      problem(key, std::string(min > 0 ? "must be a positive integer" : "must be an integer >= 0") +
-                       ", got " + shown(*value));
+      // A range that starts past 1 says so: "a positive integer" refused 1 (issue 50).
+      std::string wanted =
+          min > 1 ? "must be an integer from " + std::to_string(min) + " to " + std::to_string(max)
+          : min > 0 ? "must be a positive integer"
+                    : "must be an integer >= 0";
+      problem(key, wanted + ", got " + shown(*value));
       return std::nullopt;
     }
     return at_most(key, value->get<double>(), max, shown(*value));

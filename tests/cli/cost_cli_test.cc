@@ -436,11 +436,14 @@ TEST_F(CostCliTest, ABaselineSideWhoseLaunchesDisagreeMakesTheCountInconclusive)
 // cannot pass; at four the t interval carries the spread, and passes. Then the
 // store's earlier launches do what the added ones did.
 TEST_F(CostCliTest, AnUndecidedCountAddsLaunchesUntilItDecides) {
-  testing::write_file(profile_,
-                      alternating_baseline(R"({ "instrument": "callgrind", "requests": 200,
-          "warmup_requests": 40, "max_launches": 4 })",
-                                           2000, kOtherRounds));
-  auto r = run({{"ROUNDS", kMiddleRounds}, {"LAUNCHES", (dir_ / "launches").string()}});
+  // A run with these cost keys beside 200 requests after 40; `launches`: its counter file.
+  auto alternating = [&](const std::string& keys, const std::string& launches) {
+    testing::write_file(profile_, alternating_baseline(R"({ "instrument": "callgrind",
+        "requests": 200, "warmup_requests": 40, )" + keys + " }",
+                                                       2000, kOtherRounds));
+    return run({{"ROUNDS", kMiddleRounds}, {"LAUNCHES", (dir_ / launches).string()}});
+  };
+  auto r = alternating(R"("max_launches": 4)", "launches");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto& count = metric("instructions_per_request");
   EXPECT_EQ(count["verdict"], "pass") << count.dump(2);
@@ -464,11 +467,7 @@ TEST_F(CostCliTest, AnUndecidedCountAddsLaunchesUntilItDecides) {
   // (both sides: 6 degrees of freedom, as four launches a side would give):
   // two launches a side, none added (max_launches 2), now decide what they
   // could not alone; the test's method says what joined it.
-  testing::write_file(profile_,
-                      alternating_baseline(R"({ "instrument": "callgrind", "requests": 200,
-          "warmup_requests": 40, "max_launches": 2 })",
-                                           2000, kOtherRounds));
-  auto pooled = run({{"ROUNDS", kMiddleRounds}, {"LAUNCHES", (dir_ / "launches3").string()}});
+  auto pooled = alternating(R"("max_launches": 2)", "launches3");
   EXPECT_EQ(pooled.exit_code, 0) << pooled.out << pooled.err;
   const auto& with_pool = metric("instructions_per_request");
   EXPECT_EQ(with_pool["verdict"], "pass") << with_pool.dump(2);
@@ -481,11 +480,7 @@ TEST_F(CostCliTest, AnUndecidedCountAddsLaunchesUntilItDecides) {
   // A budget the first launches already spent adds none, and says so (a new
   // store: no earlier runs' launches to lean on).
   store_ = dir_ / "fresh.db";
-  testing::write_file(profile_,
-                      alternating_baseline(R"({ "instrument": "callgrind", "requests": 200,
-          "warmup_requests": 40, "max_launches": 4, "budget": "1s" })",
-                                           2000, kOtherRounds));
-  auto spent = run({{"ROUNDS", kMiddleRounds}, {"LAUNCHES", (dir_ / "launches2").string()}});
+  auto spent = alternating(R"("max_launches": 4, "budget": "1s")", "launches2");
   EXPECT_EQ(spent.exit_code, 2) << spent.out << spent.err;
   EXPECT_TRUE(metric("instructions_per_request")["inconclusive"].get<bool>());
   EXPECT_EQ(last_["cost"]["launches"].size(), 2u);
