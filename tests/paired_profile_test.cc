@@ -61,6 +61,24 @@ TEST(PairedProfileTest, ReadsTheBaselineBuildAndItsService) {
   EXPECT_EQ(p.paired->service->ready_url, "http://127.0.0.1:8081/api?x=1");
 }
 
+// A commit label from the environment past what the store keeps is one line,
+// not a run whose export no longer imports (issue 50).
+TEST(PairedProfileTest, ACommitPastOneKibIsRefused) {
+  std::string text = paired_profile(
+      R"({"baseline": {"origin": "http://127.0.0.1:8081", "commit": "${BASE_COMMIT}"}})");
+  try {
+    parse(text, {{"BASE_COMMIT", std::string(5000, 'a')}});
+    ADD_FAILURE() << "a 5000-byte commit was accepted";
+  } catch (const ProfileError& e) {
+    ASSERT_EQ(e.lines().size(), 1u);
+    EXPECT_NE(e.lines()[0].find("paired.baseline.commit: must be at most 1024 bytes (a commit "
+                                "id), got 5000"),
+              std::string::npos)
+        << e.lines()[0];
+  }
+  EXPECT_EQ(parse(text, {{"BASE_COMMIT", std::string(40, 'f')}}).paired->commit.size(), 40u);
+}
+
 TEST(PairedProfileTest, DefaultsAndNoServiceOfItsOwn) {
   auto p = parse(paired_profile(R"({"baseline": {"origin": "http://127.0.0.1:8081"}})"));
   ASSERT_TRUE(p.paired);

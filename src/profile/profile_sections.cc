@@ -8,6 +8,7 @@
 #include "perfgate/core/checked.h"
 #include "perfgate/core/sequential.h"
 #include "perfgate/core/verdict.h"
+#include "perfgate/profile/text_limits.h"
 
 namespace perfgate::profile_detail {
 namespace {
@@ -386,6 +387,13 @@ std::optional<PairedSpec> read_paired(const Section& root, const Profile& p) {
     spec.origin = url_origin(spec.origin);
   }
   spec.commit = b.string("commit").value_or("");
+  // The store holds a run's commit to kMaxCiTextBytes, and its export must import
+  // again (issue 50: a 5 KiB value from the environment was stored).
+  if (spec.commit.size() > kMaxCiTextBytes) {
+    b.problem("commit", "must be at most " + std::to_string(kMaxCiTextBytes) +
+                            " bytes (a commit id), got " + std::to_string(spec.commit.size()));
+    spec.commit.clear();
+  }
   TargetSpec side = p.target;
   if (!spec.origin.empty())
     side.url = spec.origin + p.target.url.substr(url_origin(p.target.url).size());
