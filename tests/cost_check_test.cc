@@ -357,6 +357,8 @@ TEST(CostRunTest, AnAutomaticCountFitsTheTimeAndKeepsItsSeries) {
   EXPECT_EQ(auto_requests(0.001, 5, 300), 200);           // a pinned ceiling's ladder
   EXPECT_EQ(auto_requests(0.001, 5, 7), 7);               // below the ladder
   EXPECT_EQ(auto_requests(0, 5, 1000), 1000);             // no pace: the ceiling
+  EXPECT_EQ(auto_requests(0, 5, 1000, 70), 70);           // no pace: the series' count
+  EXPECT_EQ(auto_requests(0, 5, 50, 70), 50);             // unless past the ceiling
   EXPECT_EQ(auto_requests(0.0075, 5, 1000, 1000), 1000);  // 666: within 3x of the series
   EXPECT_EQ(auto_requests(0.02, 5, 1000, 1000), 200);     // 250: below a third, a new count
   EXPECT_EQ(auto_requests(0.02, 5, 1000, 500), 500);      // 250 within 3x of 500

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "perfgate/core/run_noise.h"
 #include "perfgate/core/statistics.h"
 
 namespace perfgate {
@@ -69,12 +70,6 @@ LogSpread log_spread(double own_ss, double own_df, const CountNoise* pool) {
   s.var = (own_ss + pool->log_var * pool->df) / s.df;
   s.pool = pool;
   return s;
-}
-
-std::string df_text(double df) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, df == std::floor(df) ? "%.0f" : "%.1f", df);
-  return buf;
 }
 
 // The change of the geometric means and its t interval on log counts, in %.

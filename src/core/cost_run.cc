@@ -26,10 +26,11 @@ double estimated_cycles(double l1_hits, double ll_hits, double ram_hits) {
 
 int auto_requests(double seconds_per_request, double count_time_s, int ceiling, int series) {
   constexpr int kLadder[] = {1000, 500, 200, 100, 50, 20};
-  if (!(seconds_per_request > 0) || !(count_time_s > 0)) return ceiling;
+  bool series_fits = series > 0 && series <= ceiling;
+  // No pace (no warm-up to take it from): the series' count, else the ceiling.
+  if (!(seconds_per_request > 0) || !(count_time_s > 0)) return series_fits ? series : ceiling;
   double wanted = std::min(count_time_s / seconds_per_request, static_cast<double>(ceiling));
-  if (series > 0 && series <= ceiling && wanted >= series / 3.0 && wanted <= series * 3.0)
-    return series;
+  if (series_fits && wanted >= series / 3.0 && wanted <= series * 3.0) return series;
   for (int n : kLadder)
     if (n <= wanted) return n;
   return std::min(20, ceiling);

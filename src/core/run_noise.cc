@@ -15,13 +15,6 @@ bool loggable(double v) {
   return std::isfinite(v) && v > 0;
 }
 
-// "6" or "7.4": degrees of freedom as a reader takes them.
-std::string df_text(double df) {
-  char text[32];
-  std::snprintf(text, sizeof text, df == std::floor(df) ? "%.0f" : "%.1f", df);
-  return text;
-}
-
 // The analysis of variance of groups of log figures (two or more each) into
 // `noise`: within-group and between-group mean squares, and from them the
 // variance of one more run on another day with its degrees of freedom.
@@ -60,6 +53,12 @@ void analyse(const std::vector<std::vector<double>>& logs, RunNoise& noise) {
 }
 
 }  // namespace
+
+std::string df_text(double df) {
+  char text[32];
+  std::snprintf(text, sizeof text, df == std::floor(df) ? "%.0f" : "%.1f", df);
+  return text;
+}
 
 RunNoise pooled_run_noise(std::span<const std::vector<double>> groups,
                           std::span<const std::string> days) {

@@ -56,10 +56,14 @@ std::optional<Runtime> detect_runtime(const std::vector<std::string>& command,
   if (name.empty() && !program.empty()) name = runtime_name(program.filename().string());
   if (name.empty()) return std::nullopt;
   Runtime r{name, "", program.empty() ? fs::path(argv.front()) : program, ""};
-  if (std::ifstream in(r.program); in) {
-    std::string line;
-    std::getline(in, line);
-    if (line.rfind("#!", 0) == 0) r.shim = line.substr(0, 120);
+  // Two bytes first: an interpreter's binary may have no newline for megabytes.
+  if (std::ifstream in(r.program, std::ios::binary); in) {
+    char magic[2] = {};
+    if (in.read(magic, 2) && magic[0] == '#' && magic[1] == '!') {
+      std::string rest(118, '\0');
+      in.getline(rest.data(), static_cast<std::streamsize>(rest.size()));
+      r.shim = "#!" + std::string(rest.c_str());
+    }
   }
   try {
     auto out = run_child({r.program.string(), name == "java" ? "-version" : "--version"},

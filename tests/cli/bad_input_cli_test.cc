@@ -240,6 +240,17 @@ const std::vector<BadCase>& cases() {
        {"calibrate", "PROFILE", "--runs", "2", "--store", "STORE"},
        "paired"},
       {"store_check_on_text_file", "", {"store", "check", "--store", "TEXT"}, "notes.txt"},
+      // Issue 50: a commit label the store cannot keep; the cost section's keys.
+      {"paired_commit_past_one_kib",
+       replace_all(paired("http://127.0.0.1:DEAD_PORT"), R"(" } })",
+                   R"(", "commit": ")" + std::string(1100, 'a') + R"(" } })"),
+       run_args(), "paired.baseline.commit: must be at most 1024 bytes (a commit id), got 1100"},
+      {"cost_requests_a_word", with(R"("repeat")", R"("cost": { "requests": "many" }, "repeat")"),
+       run_args(), "cost.requests: must be \"auto\" or a positive integer"},
+      {"cost_one_launch", with(R"("repeat")", R"("cost": { "launches": 1 }, "repeat")"), run_args(),
+       "cost.launches: must be an integer from 2 to 50, got 1"},
+      {"cost_count_time_zero", with(R"("repeat")", R"("cost": { "count_time": "0s" }, "repeat")"),
+       run_args(), "cost.count_time"},
   };
   return table;
 }

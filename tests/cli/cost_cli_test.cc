@@ -151,13 +151,15 @@ TEST_F(CostCliTest, StoredModeCountsExactlyAndCatchesARegression) {
   expect_compare_fails_the_count_again();
 }
 
-// requests "auto" (the default): the first launch's warm-up pace picks the
-// count whose requests take about cost.count_time, from a ladder, and says so;
-// the next run of the profile keeps that count (its key with it) while its
-// pace allows, so its counts compare and pass.
+// requests "auto": the first launch's warm-up pace picks the count whose
+// requests take about cost.count_time, from a ladder, and says so; the next run
+// of the profile (requests left out: "auto" is the default) keeps that count,
+// its key with it, so its counts compare and pass. A run whose pace is unknown
+// (no warm-up) keeps the count the store's newest run took, off the ladder too.
 TEST_F(CostCliTest, AnAutomaticCountFitsItsTimeAndKeepsItsSeries) {
-  testing::write_file(profile_,
-                      profile(R"({ "instrument": "callgrind", "count_time": "60ms" })", false));
+  testing::write_file(profile_, profile(R"({ "instrument": "callgrind", "requests": "auto",
+      "count_time": "60ms" })",
+                                        false));
   auto first = run({{"ROUNDS", "2000"}});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   int requests = last_["cost"]["requests"].get<int>();
@@ -173,12 +175,29 @@ TEST_F(CostCliTest, AnAutomaticCountFitsItsTimeAndKeepsItsSeries) {
             std::string::npos)
       << first.out;
 
+  testing::write_file(profile_,
+                      profile(R"({ "instrument": "callgrind", "count_time": "60ms" })", false));
   auto again = run({{"ROUNDS", "2000"}});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_EQ(last_["cost"]["requests"].get<int>(), requests) << again.err;
   EXPECT_EQ(metric("instructions_per_request")["verdict"], "pass")
       << metric("instructions_per_request");
   EXPECT_TRUE(metric("instructions_per_request").contains("test"));
+
+  // The series' count without a pace: a pinned 70 stored, then "auto" with no
+  // warm-up counts 70 again (the ceiling, 1000, without the store's word).
+  store_ = dir_ / "series.db";
+  testing::write_file(profile_, profile(R"({ "instrument": "callgrind", "requests": 70,
+      "warmup_requests": 0 })",
+                                        false));
+  ASSERT_EQ(run({{"ROUNDS", "2000"}}).exit_code, 0);
+  testing::write_file(profile_,
+                      profile(R"({ "instrument": "callgrind", "warmup_requests": 0 })", false));
+  auto unpaced = run({{"ROUNDS", "2000"}});
+  ASSERT_EQ(unpaced.exit_code, 0) << unpaced.out << unpaced.err;
+  EXPECT_EQ(last_["cost"]["requests"].get<int>(), 70) << unpaced.err;
+  EXPECT_EQ(metric("instructions_per_request")["verdict"], "pass")
+      << metric("instructions_per_request");
 }
 
 // A service that forks a child per request (Python's ForkingHTTPServer) does

@@ -35,10 +35,11 @@ struct CostRun {
 /// The counted requests of a launch under `requests: "auto"`: the largest of
 /// 1000, 500, 200, 100, 50 and 20, at most `ceiling`, whose requests at the
 /// warm-up's `seconds_per_request` take no more than `count_time_s` (20 at the
-/// least; `ceiling` when the pace is unknown, 0). `series`: the count earlier
-/// runs of the profile took (0: none), kept while the pace asks for between a
-/// third and three times it: a pace that moves with the runner's load does not
-/// start a new cost key (the count is part of it) at every run.
+/// least). `series`: the count earlier runs of the profile took (0: none), kept
+/// while the pace asks for between a third and three times it: a pace that
+/// moves with the runner's load does not start a new cost key (the count is
+/// part of it) at every run. An unknown pace (0: no warm-up) keeps the series'
+/// count, else takes `ceiling`.
 int auto_requests(double seconds_per_request, double count_time_s, int ceiling, int series = 0);
 
 /// Warm-up requests an automatic count's first launch takes its pace from: the

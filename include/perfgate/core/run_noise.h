@@ -34,6 +34,9 @@ struct RunNoise {
   bool prior = false;
 };
 
+/// Degrees of freedom as a reader takes them: "6", or "7.4" for a fraction.
+std::string df_text(double df);
+
 /// The stated prior for how far one whole run of `metric` scatters about the
 /// level of runs on other days, on 2-core shared CI runners: a conservative SD
 /// of log figures with the degrees of freedom it is worth (docs/statistics.md,
