@@ -63,6 +63,14 @@ const char* kCost = R"({ "instrument": "callgrind", "requests": 200, "warmup_req
 constexpr int kOtherRounds = 2030;
 const char* kMiddleRounds = "2015";
 
+// Debian's CPython where it is installed (ci/install-deps.sh installs it): a
+// python3 found on PATH may be a version manager's shim, which perfgate warns
+// about and under Valgrind takes minutes where Debian's takes seconds, and a
+// build whose counts are not the ones these tests' numbers were measured on.
+std::string python3() {
+  return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+
 // A stored-mode profile of the same short timed part around any service and cost.
 std::string service_profile(const std::string& service, const std::string& cost) {
   return R"({ "name": "cost-test",
@@ -267,7 +275,7 @@ TEST_F(CostCliTest, ANodeServiceIsCountedSteadilyByDefault) {
 // 47: the runtimes users run).
 TEST_F(CostCliTest, APythonServicePairedFailsTwoAndAHalfPercentMoreOnSteadyCounts) {
   auto python = [](const std::string& port, const std::string& rounds) {
-    return R"({ "command": ["python3", ")" + std::string(PERFGATE_SOURCE_DIR) +
+    return R"({ "command": [")" + python3() + R"(", ")" + std::string(PERFGATE_SOURCE_DIR) +
            R"(/tests/tools/python_server.py", "${)" + port + R"(}", "${)" + rounds + R"(}"],
       "ready_url": "http://127.0.0.1:${)" +
            port + R"(}/health" })";
@@ -298,14 +306,14 @@ TEST_F(CostCliTest, APythonServicePairedFailsTwoAndAHalfPercentMoreOnSteadyCount
 // CPython forking a child per connection (socketserver's ForkingMixIn), as a
 // user's ForkingHTTPServer does: the handler's work is done in the child and
 // counted there, so the count is its threaded twin's plus what forking costs
-// (CPython's after-fork hooks and the child's exit, about 2.5 million
-// instructions a connection here: +1.7 % at 20 requests of 8000 rounds); three
-// times the handler's work fails (issue 47: a fork-per-connection service
-// counted a tenth of its work, and a 10x regression passed).
+// (CPython's after-fork hooks and the child's exit: +2.1 % at 20 requests of
+// 8000 rounds with Debian's 3.11.2, +1.7 to +3.6 % with a pyenv-built 3.11.7);
+// three times the handler's work fails (issue 47: a fork-per-connection
+// service counted a tenth of its work, and a 10x regression passed).
 TEST_F(CostCliTest, APythonServiceForkingPerConnectionCountsWhatItsThreadedTwinCounts) {
   auto with_mode = [](const std::string& mode) {
     return service_profile(
-        R"({ "command": ["python3", ")" + std::string(PERFGATE_SOURCE_DIR) +
+        R"({ "command": [")" + python3() + R"(", ")" + std::string(PERFGATE_SOURCE_DIR) +
             R"(/tests/tools/python_server.py", "${PORT}", "${ROUNDS}")" + mode +
             R"(], "ready_url": "http://127.0.0.1:${PORT}/health" })",
         R"({ "instrument": "callgrind", "requests": 20, "warmup_requests": 5 })");
@@ -322,9 +330,10 @@ TEST_F(CostCliTest, APythonServiceForkingPerConnectionCountsWhatItsThreadedTwinC
   auto forked = run({{"ROUNDS", "8000"}});
   ASSERT_EQ(forked.exit_code, 0) << forked.out << forked.err;
   double children = last_["cost"]["launches"][0]["instructions_per_request"];
-  // Not a tenth (the children's work lost), and no more than forking's own cost.
+  // Not a tenth (the children's work lost), and not what a child inherited
+  // counted again (the parent's work, each connection): forking's own cost only.
   EXPECT_GT(children / threaded, 0.999) << children << " vs " << threaded;
-  EXPECT_LT(children / threaded, 1.03) << children << " vs " << threaded;
+  EXPECT_LT(children / threaded, 1.06) << children << " vs " << threaded;
   EXPECT_LT(last_["cost"]["spread_pct"]["instructions_per_request"].get<double>(), 0.25)
       << last_["cost"].dump();
 

@@ -40,13 +40,19 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+# socketserver wakes every poll_interval (0.5 s by default) when idle; a wake
+# is counted work, and how many fall among the counted requests depends on
+# the machine's speed under Valgrind (a timer, docs/cost.md). The test servers
+# wake only for requests.
+IDLE_WAKE = 3600
+
 if PREFORK:
     server = HTTPServer(("127.0.0.1", PORT), Handler)
     workers = []
     for _ in range(PREFORK):
         pid = os.fork()
         if pid == 0:
-            server.serve_forever()
+            server.serve_forever(poll_interval=IDLE_WAKE)
             os._exit(0)
         workers.append(pid)
     for pid in workers:
@@ -56,4 +62,6 @@ else:
     class ForkingHTTPServer(socketserver.ForkingMixIn, HTTPServer):
         daemon_threads = True
 
-    (ForkingHTTPServer if FORK else ThreadingHTTPServer)(("127.0.0.1", PORT), Handler).serve_forever()
+    (ForkingHTTPServer if FORK else ThreadingHTTPServer)(("127.0.0.1", PORT), Handler).serve_forever(
+        poll_interval=IDLE_WAKE
+    )
