@@ -108,9 +108,10 @@ TEST(ProcReaderTest, ProcessorIsFieldThirtyNine) {
       "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->processor, 1);
-  auto old_kernel = parse_proc_stat("7 (short) R 2 7 7 0 -1 0 0 0 0 0 11 4 0 0 20 0 1 0");
+  auto old_kernel = parse_proc_stat("7 (short) R 2 9 7 0 -1 0 0 0 0 0 11 4 0 0 20 0 1 0");
   ASSERT_TRUE(old_kernel);
   EXPECT_EQ(old_kernel->processor, -1);  // not given: unknown, not CPU 0
+  EXPECT_EQ(old_kernel->pgid, 9);        // field 5: a lost keeper's group is ended by it
 }
 
 TEST(ProcReaderTest, MissingRootGivesAbsentValues) {

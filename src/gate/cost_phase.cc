@@ -152,9 +152,10 @@ MetricSet count_launch(const Profile& profile, RequestChoice& choice,
   ServiceSpec spec = *profile.service;
   spec.command = session.wrap(spec.command);
   spec.ready_timeout = cost.ready_timeout;
-  ServiceProcess service(spec, {}, LaunchOptions{true, nullptr});
+  ServiceProcess service(
+      spec, {}, LaunchOptions{true, nullptr, [](const std::string& m) { spdlog::warn("{}", m); }});
   try {
-    service.wait_ready(stop);
+    service.wait_ready(stop, profile.target.tls_verify);
   } catch (const Error& e) {
     throw Error("cost phase: " + unwrapped(e.what(), profile.service->command.front()) +
                 valgrind_said(folder.path()));
@@ -183,9 +184,10 @@ MetricSet count_launch_pmu(const Profile& profile, const CounterFactory& counter
                            RequestChoice& choice, const std::atomic<bool>& stop) {
   const CostSpec& cost = profile.cost;
   auto counter = counters();
-  LaunchOptions launch{true, [&counter](pid_t pid) { counter->open(pid); }};
+  LaunchOptions launch{true, [&counter](pid_t pid) { counter->open(pid); },
+                       [](const std::string& m) { spdlog::warn("{}", m); }};
   ServiceProcess service(*profile.service, {}, launch);
-  service.wait_ready(stop);
+  service.wait_ready(stop, profile.target.tls_verify);
   RequestSequence requests(profile, cost.connections, cost.timeout);
   warm_up(requests, cost, choice, stop);
   double before = counter->read();

@@ -70,6 +70,7 @@ ProcStat stat_fields(pid_t pid, std::string comm, const std::vector<std::string_
   s.comm = std::move(comm);
   s.state = rest[0].empty() ? '?' : rest[0][0];
   s.ppid = number<pid_t>(rest[1]).value_or(0);
+  s.pgid = number<pid_t>(rest[2]).value_or(0);
   s.utime_ticks = u64(rest[11]);                                           // field 14
   s.stime_ticks = u64(rest[12]);                                           // field 15
   if (rest.size() > 36) s.processor = number<int>(rest[36]).value_or(-1);  // field 39

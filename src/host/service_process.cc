@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/personality.h>
@@ -23,12 +24,20 @@
 #include "perfgate/host/proc_reader.h"
 #include "perfgate/host/service_discovery.h"
 
+#include "process_set.h"
 #include "service_keeper.h"
 
 namespace perfgate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The keeper answers at once when it has forked the service, and says it is
+// done within the grace and its own SIGKILL rounds (10 s, service_keeper.cc)
+// after the word to stop; past these, it is stopped or hung, and perfgate
+// ends the service's processes itself.
+constexpr auto kKeeperFirstWord = std::chrono::seconds(10);
+constexpr auto kKeeperKillRounds = std::chrono::seconds(12);
 
 std::string in_quotes(const std::string& s) {
   return "\"" + s + "\"";
@@ -125,7 +134,7 @@ std::string describe_exit(int status) {
 
 ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus,
                                const LaunchOptions& launch)
-    : spec_(spec), cpus_(cpus) {
+    : spec_(spec), cpus_(cpus), warn_(launch.warn) {
   if (spec_.command.empty()) throw Error("service.command: empty command");
   std::vector<char*> argv;
   for (auto& arg : spec_.command) argv.push_back(arg.data());
@@ -179,18 +188,18 @@ void ServiceProcess::start_keeper(const std::function<void()>& start) {
   }
   setpgid(keeper_, keeper_);  // as the keeper does: perfgate's group is not its
   keeper_fd_ = sock[1];
-  KeeperMessage first;
-  ssize_t n = 0;
-  while ((n = recv(keeper_fd_, &first, sizeof first, 0)) < 0 && errno == EINTR) {
-  }
-  if (n == sizeof first && first.kind == KeeperMessage::kStarted) {
-    pid_ = first.value;
+  auto first = next_word(Clock::now() + kKeeperFirstWord);
+  if (first && first->kind == KeeperMessage::kStarted) {
+    pid_ = first->value;
     return;
   }
-  bool fork_failed = n == sizeof first && first.kind == KeeperMessage::kForkFailed;
+  bool fork_failed = first && first->kind == KeeperMessage::kForkFailed;
+  bool gone = keeper_done_;
   end_keeper(kStopGrace);
   throw Error(std::string("service: fork: ") +
-              (fork_failed ? strerror(first.value) : "the keeper process ended first"));
+              (fork_failed ? strerror(first->value)
+               : gone      ? "the keeper process ended first"
+                           : "the keeper process did not answer within 10s"));
 }
 
 // The pipe closes on a successful exec; otherwise the child sends errno.
@@ -229,40 +238,95 @@ void ServiceProcess::release_child(const std::function<void(pid_t)>& before_exec
   close(go[1]);
 }
 
-// One message from the keeper, waited for unless `flags` holds MSG_DONTWAIT;
-// false when there was none to take. An EOF is the keeper gone: killed from
-// outside, it took the service's news with it.
-bool ServiceProcess::hear_keeper(int flags) {
-  KeeperMessage message;
-  ssize_t n = recv(keeper_fd_, &message, sizeof message, flags);
-  if (n < 0 && errno == EINTR) return true;
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-  if (n <= 0) {
-    keeper_done_ = true;
-    keeper_lost_ = !exited_;
-    exited_ = true;
+// The keeper's next message, waited for until `deadline` (now: only one
+// already sent). None when none came in time, or the keeper is gone
+// (keeper_done_): killed from outside, it took the service's news with it.
+std::optional<KeeperMessage> ServiceProcess::next_word(Clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{keeper_fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left, 0, 100))) > 0) {
+      KeeperMessage message;
+      ssize_t n = recv(keeper_fd_, &message, sizeof message, MSG_DONTWAIT);
+      if (n == sizeof message) return message;
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        keeper_done_ = true;
+        return std::nullopt;
+      }
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+  }
+}
+
+// Takes one message of the keeper's; false when none came by `deadline`. A
+// keeper gone without saying it was done left the service's processes to
+// themselves: perfgate ends them.
+bool ServiceProcess::hear_keeper(Clock::time_point deadline) {
+  bool done_before = keeper_done_;
+  auto message = next_word(deadline);
+  if (!message) {
+    if (keeper_done_ && !done_before)
+      end_without_keeper(kStopGrace, "its keeper process was killed from outside perfgate");
     return false;
   }
-  if (message.kind == KeeperMessage::kExited) {
-    exit_status_ = message.value;
+  if (message->kind == KeeperMessage::kExited) {
+    exit_status_ = message->value;
     exited_ = true;
   }
-  if (message.kind == KeeperMessage::kDone) keeper_done_ = true;
+  if (message->kind == KeeperMessage::kDone) keeper_done_ = true;
   return true;
 }
 
+// A keeper stopped (SIGSTOP: `kill -STOP $PPID` in the service) would hold
+// perfgate until its deadline for nothing.
+bool ServiceProcess::keeper_stopped() const {
+  auto stat = ProcReader("/").process(keeper_);
+  return stat && (stat->state == 'T' || stat->state == 't');
+}
+
 // The word to stop, then the keeper's news until it is done: the service
-// and every process it started have ended. Then the keeper is reaped.
+// and every process it started have ended. A keeper that does not finish in
+// time, or is stopped, is killed, and perfgate ends what it kept. Then the
+// keeper is reaped.
 void ServiceProcess::end_keeper(Nanos grace) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(grace).count();
   KeeperMessage word{KeeperMessage::kStop, static_cast<int32_t>(std::clamp<int64_t>(
                                                ms, 0, std::numeric_limits<int32_t>::max()))};
   (void)!send(keeper_fd_, &word, sizeof word, MSG_NOSIGNAL);
-  while (!keeper_done_) hear_keeper(0);
+  auto deadline = Clock::now() + grace + kKeeperKillRounds;
+  while (!keeper_done_ && Clock::now() < deadline && !keeper_stopped())
+    hear_keeper(std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+  if (!keeper_done_) {
+    keeper_done_ = true;
+    end_without_keeper(grace, keeper_stopped()
+                                  ? "its keeper process was stopped from outside perfgate"
+                                  : "its keeper process did not end it within " +
+                                        format_duration(grace + kKeeperKillRounds));
+  }
   close(keeper_fd_);
   keeper_fd_ = -1;
-  while (waitpid(keeper_, nullptr, 0) < 0 && errno == EINTR) {
+  for (auto give_up = Clock::now() + std::chrono::seconds(5);;) {
+    pid_t reaped = waitpid(keeper_, nullptr, WNOHANG);
+    if (reaped != 0 && !(reaped < 0 && errno == EINTR)) break;
+    if (Clock::now() >= give_up) break;  // left a zombie, rather than hang
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+// The keeper can no longer end the service: perfgate kills the keeper (by
+// its PID: perfgate's own child) and ends what it kept, the service's group
+// and the keeper's other descendants, by pidfd; what survives is named.
+void ServiceProcess::end_without_keeper(Nanos grace, const std::string& what_happened) {
+  keeper_lost_ = !exited_;
+  exited_ = true;
+  auto kept = processes();
+  kill(keeper_, SIGKILL);
+  auto left = ProcessSet(pid_, kept).end(grace);
+  for (const auto& process : left) survivors_ += (survivors_.empty() ? "" : ", ") + process;
+  if (warn_)
+    warn_("service " + in_quotes(spec_.command[0]) + ": " + what_happened +
+          "; perfgate ended the service's processes itself" +
+          (survivors_.empty() ? "" : " but for " + survivors_ + ", still running"));
 }
 
 ServiceProcess::~ServiceProcess() {
@@ -270,15 +334,17 @@ ServiceProcess::~ServiceProcess() {
 }
 
 bool ServiceProcess::running() {
-  while (!keeper_done_ && hear_keeper(MSG_DONTWAIT)) {
+  while (!keeper_done_ && hear_keeper(Clock::now())) {
   }
   return !exited_;
 }
 
 std::string ServiceProcess::exit_description() const {
   if (!exited_) return "is running";
-  return keeper_lost_ ? "ended with its keeper process, killed from outside perfgate"
-                      : describe_exit(exit_status_);
+  if (!keeper_lost_) return describe_exit(exit_status_);
+  return "lost its keeper process to a signal from outside perfgate; perfgate ended the "
+         "service's processes" +
+         (survivors_.empty() ? std::string() : " but for " + survivors_ + ", still running");
 }
 
 void ServiceProcess::wait_ready(const std::atomic<bool>& stop, bool tls_verify) {

@@ -211,6 +211,58 @@ TEST(SignalCliTest, FinishedRunLeavesNoSetsidEnvIProcessOfItsService) {
   EXPECT_FALSE(left) << "the service's `setsid env -i sleep` " << escaped << " outlived perfgate";
 }
 
+// Issue 50 item 3: a service that stops its keeper (`kill -STOP $PPID`) froze
+// perfgate at the end of the run, for good. The stopped keeper is seen and
+// killed, the service ended by perfgate itself, and the run ends as it would.
+TEST(SignalCliTest, AServiceThatStopsItsKeeperDoesNotHoldTheRun) {
+  TempDir dir;
+  auto port = testing::unused_port();
+  auto pid_file = dir / "service.pid";
+  std::string script =
+      "echo $$ > '" + pid_file.string() + "'; kill -STOP $PPID; exec " + demo_server(port);
+  testing::write_file(dir / "profile.json", short_service_profile(port, script));
+  auto r = testing::run_command(
+      {testing::perfgate_binary(), "run", (dir / "profile.json").string(), "--no-record"}, {}, {},
+      60);
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  EXPECT_NE(r.err.find("its keeper process was stopped from outside perfgate; perfgate ended the "
+                       "service's processes itself"),
+            std::string::npos)
+      << r.err;
+  ASSERT_TRUE(std::filesystem::exists(pid_file)) << r.err;
+  pid_t service = std::stoi(testing::read_file(pid_file));
+  bool left = !process_gone(service) && testing::cmdline_has(service, "demo-server");
+  if (left) kill(service, SIGKILL);  // the process this test started, by its PID
+  EXPECT_FALSE(left) << "the demo server " << service << " outlived perfgate";
+}
+
+// Issue 50 item 6: a keeper killed from outside left the service's group
+// behind (a `sleep` with PPID 1), and the message said the service "ended
+// with its keeper process". perfgate ends the group and says what happened.
+TEST(SignalCliTest, AServiceThatKillsItsKeeperLeavesNothingBehindAndIsNamed) {
+  TempDir dir;
+  auto port = testing::unused_port();
+  auto pid_file = dir / "sleep.pid";
+  const std::string arg = "4217";  // sleep's seconds, which tell it from a reused PID
+  std::string script = "/bin/sleep " + arg + " & echo $! > '" + pid_file.string() +
+                       "'; kill -KILL $PPID; exec " + demo_server(port);
+  testing::write_file(dir / "profile.json", short_service_profile(port, script));
+  auto r = testing::run_command(
+      {testing::perfgate_binary(), "run", (dir / "profile.json").string(), "--no-record"}, {}, {},
+      60);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("lost its keeper process to a signal from outside perfgate; perfgate "
+                       "ended the service's processes"),
+            std::string::npos)
+      << r.err;
+  ASSERT_TRUE(std::filesystem::exists(pid_file)) << r.err;
+  pid_t sleeper = std::stoi(testing::read_file(pid_file));
+  ASSERT_GT(sleeper, 0);
+  bool left = alive_with_arg(sleeper, arg);
+  if (left) kill(sleeper, SIGKILL);  // the process this test started, by its PID
+  EXPECT_FALSE(left) << "the service's sleep " << sleeper << " outlived its keeper";
+}
+
 // Holds the store's write lock, as another perfgate writing would.
 class StoreLock {
  public:

@@ -73,6 +73,7 @@ struct ProcStat {
   std::string comm;
   char state = '?';
   pid_t ppid = 0;
+  pid_t pgid = 0;
   uint64_t utime_ticks = 0, stime_ticks = 0;
   int processor = -1;  // the CPU it last ran on (field 39); -1 when not given
 

@@ -3,7 +3,9 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,8 @@
 #include "perfgate/profile/profile.h"
 
 namespace perfgate {
+
+struct KeeperMessage;
 
 /// How perfgate starts a service, beyond its spec: what the cost phase needs.
 struct LaunchOptions {
@@ -21,6 +25,9 @@ struct LaunchOptions {
   /// opened on the child's PID here counts everything the service runs, every
   /// thread and process it starts included. A throw ends the child.
   std::function<void(pid_t)> before_exec;
+  /// Told, in a sentence, what perfgate had to do itself when the keeper
+  /// stopped answering (stopped or killed from outside): e.g. spdlog's warn.
+  std::function<void(const std::string&)> warn;
 };
 
 /// The service under test, started in its own process group by a keeper
@@ -64,11 +71,15 @@ class ServiceProcess {
   const std::string& command() const { return spec_.command.front(); }
 
  private:
+  using Clock = std::chrono::steady_clock;
   void start_keeper(const std::function<void()>& start);
   void check_exec(int error_fd);
   void release_child(const std::function<void(pid_t)>& before_exec, int go[2]);
-  bool hear_keeper(int flags);
+  std::optional<KeeperMessage> next_word(Clock::time_point deadline);
+  bool hear_keeper(Clock::time_point deadline);
+  bool keeper_stopped() const;
   void end_keeper(Nanos grace);
+  void end_without_keeper(Nanos grace, const std::string& what_happened);
   void hold_to_cpus() const;
   /// "; it listens on 127.0.0.1:8000 instead ..." when the service holds a
   /// listener, for the not-ready message; "" otherwise.
@@ -84,6 +95,8 @@ class ServiceProcess {
   bool keeper_done_ = false;  // nothing more will come from the keeper
   bool stopped_ = false;
   int exit_status_ = 0;
+  std::string survivors_;  // what outlived perfgate's own end of a lost keeper's service
+  std::function<void(const std::string&)> warn_;
 };
 
 }  // namespace perfgate
