@@ -1,9 +1,12 @@
 #include "perfgate/load/request_sequence.h"
 
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -51,20 +54,40 @@ class Connection {
     while (at < bytes.size()) {
       ssize_t n = ::send(fd_.get(), bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        throw Error("cost phase: the service read no request within " + format_duration(timeout_) +
+                    " (cost.timeout)");
       if (n <= 0) throw Error(std::string("cost phase: send: ") + strerror(errno));
       at += static_cast<size_t>(n);
     }
   }
 
   // The response's status; false in `keep` when the service closes after it.
-  int receive(bool& keep) {
+  // The whole response must come within the timeout, however the service
+  // sends it (a header a byte at a time, endless 100 Continue or chunks):
+  // a receive timeout would restart with each byte. A stop ends the wait.
+  int receive(bool& keep, const std::atomic<bool>& stop) {
     std::vector<HttpResponseParser::Response> done;
     char buf[16384];
+    auto deadline = std::chrono::steady_clock::now() + timeout_;
+    uint64_t received = 0;
     while (done.empty()) {
-      ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        throw Error("cost phase: no response within " + format_duration(timeout_));
+      auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (stop) throw Error("interrupted by a signal during the cost phase");
+      if (left.count() <= 0)
+        throw Error("cost phase: no " + std::string(received ? "complete " : "") +
+                    "response within " + format_duration(timeout_) + " (cost.timeout)" +
+                    (received ? ": " + std::to_string(received) + " bytes of one came" : ""));
+      pollfd p{fd_.get(), POLLIN, 0};
+      int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
+      if (ready < 0 && errno != EINTR)
+        throw Error(std::string("cost phase: poll: ") + strerror(errno));
+      if (ready <= 0) continue;
+      ssize_t n = ::recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (n < 0) throw Error(std::string("cost phase: recv: ") + strerror(errno));
+      received += static_cast<uint64_t>(n);
       bool ok = n > 0 ? parser_.feed({buf, static_cast<size_t>(n)}, done) : parser_.finish(done);
       if (!ok) throw Error("cost phase: malformed response from the service");
       if (n == 0 && done.empty()) throw Error("cost phase: the service closed the connection");
@@ -85,11 +108,17 @@ class Connection {
     if (!fd) throw Error(std::string("cost phase: socket: ") + strerror(errno));
     int one = 1;
     setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // A connect and a send to a service that does not read are bounded too
+    // (Linux's connect honours the send timeout).
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout_).count();
     timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
-    setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address_.addr), address_.len) != 0)
-      throw Error(std::string("cost phase: cannot connect to the service: ") + strerror(errno));
+      throw Error(errno == EINPROGRESS
+                      ? "cost phase: the service accepted no connection within " +
+                            format_duration(timeout_) + " (cost.timeout)"
+                      : std::string("cost phase: cannot connect to the service: ") +
+                            strerror(errno));
     fd_ = std::move(fd);
   }
 
@@ -151,7 +180,7 @@ SequenceOutcome RequestSequence::send(int count, const std::atomic<bool>& stop) 
     for (size_t c = 0; c < round; ++c) {
       const auto& t = script.mix[order[at + c]];
       bool keep = true;
-      int status = conns[c]->receive(keep);
+      int status = conns[c]->receive(keep, stop);
       ++out.answered;
       out.reconnects += !keep;
       if (!t.success_statuses.contains(status) && out.failed++ == 0)

@@ -607,6 +607,27 @@ TEST_F(CostCliTest, AServiceThatCannotRunUnderValgrindSkipsAutoAndFailsNamed) {
   EXPECT_EQ(slow.err.find("service.ready_timeout"), std::string::npos) << slow.err;
 }
 
+// Issue 50 item 4: the cost phase's client waited per read, not per response:
+// a service that, under Valgrind, dribbles its headers, sends 100 Continue for
+// ever or never ends a chunked body held perfgate for good. Each response must
+// now come whole within cost.timeout.
+TEST_F(CostCliTest, AServiceThatNeverFinishesAnAnswerUnderTheCountEndsTheRun) {
+  for (const std::string mode : {"headers", "continue", "chunks"}) {
+    SCOPED_TRACE(mode);
+    testing::write_file(
+        profile_,
+        service_profile(R"({ "command": [")" + python3() + R"(", ")" +
+                            std::string(PERFGATE_SOURCE_DIR) +
+                            R"(/tests/tools/stalling_server.py", "${PORT}", ")" + mode +
+                            R"("], "ready_url": "http://127.0.0.1:${PORT}/health" })",
+                        R"({ "instrument": "callgrind", "requests": 20, "warmup_requests": 5,
+                             "timeout": "3s" })"));
+    auto r = run({});
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_NE(r.err.find("cost phase: no complete response within 3s"), std::string::npos) << r.err;
+  }
+}
+
 // A service perfgate only watches cannot be restarted under an instrument.
 TEST_F(CostCliTest, AWatchedServiceIsNotCounted) {
   testing::DemoServerProcess server;

@@ -167,7 +167,8 @@ std::string placed(std::string text, const World& w, const Places& at) {
       {"{URL}", w.demo.url()},
       {"{DEMO_PORT}", std::to_string(w.demo.port())},
       {"{DEAD_PORT}", std::to_string(w.dead_port)},
-      {"{PERFGATE}", testing::perfgate_binary()}};
+      {"{PERFGATE}", testing::perfgate_binary()},
+      {"{TOOLS}", (testing::source_dir() / "tests" / "tools").string()}};
   for (const auto& [from, to] : words) text = replace_all(text, from, to);
   return text;
 }
