@@ -1,6 +1,10 @@
 // Which dump files a count sums (counted_dump_files): every process's counts
 // since `zero` once, children that exited during the count included, nothing
 // written before the mark or after the closing dump.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "perfgate/host/callgrind_session.h"
@@ -109,6 +113,32 @@ TEST_F(SumCountedDumps, AnEndedProcessWithAnEmptyDumpIsAnError) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Issue 50 item 5: a FIFO planted as the newest dump part held the count's
+// read for good (a writer kept it open and never wrote); a link made it read
+// whatever it named. Neither is read.
+TEST_F(SumCountedDumps, AFifoOrALinkInADumpsPlaceIsRefusedUnread) {
+  dump("elsewhere", "999");
+  ASSERT_EQ(::symlink((dir_ / "elsewhere").c_str(), (dir_ / "callgrind.out.100.2").c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir_ / "callgrind.out.100.3").c_str(), 0600), 0);
+  // A writer holds the FIFO open, as a planted one's would: a blocking read
+  // would wait for it for ever.
+  int writer_end = ::open((dir_ / "callgrind.out.100.3").c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(writer_end, 0);
+  for (const char* planted : {"callgrind.out.100.2", "callgrind.out.100.3"}) {
+    SCOPED_TRACE(planted);
+    auto listed = Files{planted};
+    try {
+      sum_counted_dumps(
+          dir_.path(), {}, {100}, listed, [] { return std::vector<pid_t>{100}; },
+          std::chrono::seconds(1));
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+    }
+  }
+  ::close(writer_end);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "perfgate/core/bounded_read.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,13 +11,10 @@
 
 namespace perfgate {
 
-BoundedRead read_bounded(const std::filesystem::path& path, size_t max_bytes) {
-  BoundedRead out;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    out.error = errno;
-    return out;
-  }
+namespace {
+
+// Reads the open `fd` into `out` as read_bounded says, and closes it.
+void read_open(int fd, size_t max_bytes, BoundedRead& out) {
   char buf[65536];
   // One byte past the limit is enough to refuse the file.
   while (out.bytes.size() <= max_bytes) {
@@ -33,6 +31,34 @@ BoundedRead read_bounded(const std::filesystem::path& path, size_t max_bytes) {
   }
   ::close(fd);
   out.too_large = out.bytes.size() > max_bytes;
+}
+
+}  // namespace
+
+BoundedRead read_bounded(const std::filesystem::path& path, size_t max_bytes) {
+  BoundedRead out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    out.error = errno;
+  else
+    read_open(fd, max_bytes, out);
+  return out;
+}
+
+BoundedRead read_regular_bounded(const std::filesystem::path& path, size_t max_bytes) {
+  BoundedRead out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  struct stat st {};
+  if (fd < 0) {
+    out.error = errno == ELOOP ? EINVAL : errno;  // ELOOP: a link
+    out.not_regular = errno == ELOOP;
+  } else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    out.error = EINVAL;
+    out.not_regular = true;
+    ::close(fd);
+  } else {
+    read_open(fd, max_bytes, out);
+  }
   return out;
 }
 

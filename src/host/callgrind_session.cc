@@ -220,7 +220,11 @@ CountedDumps sum_counted_dumps(const fs::path& dir, const DumpMark& mark,
   std::set<pid_t> processes, ended;
   for (const auto& name : counted_dump_files(mark, answered, after_dump, dump_files(dir))) {
     fs::path file = dir / name;
-    auto read = read_bounded(file, kMaxDumpBytes);
+    auto read = read_regular_bounded(file, kMaxDumpBytes);
+    if (read.not_regular)
+      throw Error("cost phase: " + file.string() +
+                  " is not a regular file (a link, FIFO or device put in callgrind's place): "
+                  "the count cannot be read");
     if (read.error || read.too_large) throw Error(file.string() + ": cannot read the dump");
     auto d = dump_name(name);
     if (read.bytes.empty())  // created at its first dump, never written: no fini ran

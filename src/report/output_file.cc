@@ -5,26 +5,44 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ostream>
 #include <random>
 #include <streambuf>
+#include <thread>
 
 #include "perfgate/core/error.h"
+#include "perfgate/core/stop_signal.h"
 
 namespace perfgate {
 namespace {
 
 namespace fs = std::filesystem;
 
+constexpr auto kReaderWait = std::chrono::seconds(2);
+
 // Closes the descriptor, and removes the temporary file unless it was renamed.
 class TempFile {
  public:
   /// The target itself, opened for writing: no temporary, nothing to rename.
   struct InPlace {};
+  // A FIFO that nothing reads held perfgate in open() for good, and again
+  // when a stop retracted the run (issue 50, item 5): its reader gets
+  // kReaderWait to come (one started just before perfgate may be late). Once
+  // open, writes wait for the reader as usual.
   TempFile(const fs::path& target, InPlace) {
-    fd_ = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    auto give_up = std::chrono::steady_clock::now() + kReaderWait;
+    for (;;) {
+      fd_ = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+      if (fd_ >= 0 || errno != ENXIO) break;
+      if (std::chrono::steady_clock::now() >= give_up || stop_requested())
+        throw Error("cannot write " + target.string() +
+                    ": it is a FIFO (named pipe) that nothing reads");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     if (fd_ < 0) fail(target);
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
   }
   explicit TempFile(const fs::path& beside) {
     std::random_device random;
@@ -97,19 +115,30 @@ struct OutputTarget {
 // link bypassed: in a sticky world-writable folder (/tmp, a shared CI folder)
 // a link is followed only when its owner is the follower or the folder's
 // owner. Another user's `shared/junit.xml -> victim.txt` made a root run
-// replace victim.txt (issue 41, item 17). "" when the link may be followed.
+// replace victim.txt (issue 41, item 17), and so did `shared/out -> ~victim`
+// as a folder on the way (issue 50, item 7): every component is checked, as
+// the kernel checks every link it follows. "" when each may be followed.
 std::string untrusted_link(const fs::path& path) {
-  struct stat link {};
-  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return "";
-  auto folder = fs::absolute(path).parent_path();
-  struct stat dir {};
-  if (::stat(folder.c_str(), &dir) != 0) return "";
-  bool shared_sticky = (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
-  if (!shared_sticky || link.st_uid == ::geteuid() || link.st_uid == dir.st_uid) return "";
-  return "it is a link owned by another user (uid " + std::to_string(link.st_uid) +
-         ") in a shared sticky folder (" + folder.string() +
-         "); perfgate does not follow it, as the kernel would not; remove it or choose another "
-         "path";
+  fs::path walked, full = fs::absolute(path);
+  for (const auto& part : full) {
+    if (part.empty() || part == ".") continue;
+    walked /= part;
+    struct stat link {};
+    if (::lstat(walked.c_str(), &link) != 0) return "";  // the rest does not exist yet
+    if (!S_ISLNK(link.st_mode)) continue;
+    auto folder = walked.parent_path();
+    struct stat dir {};
+    if (::stat(folder.c_str(), &dir) != 0) continue;
+    bool shared_sticky = (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
+    if (!shared_sticky || link.st_uid == ::geteuid() || link.st_uid == dir.st_uid) continue;
+    return (walked == full ? std::string("it is a link")
+                           : walked.string() + " on its way is a link") +
+           " owned by another user (uid " + std::to_string(link.st_uid) +
+           ") in a shared sticky folder (" + folder.string() +
+           "); perfgate does not follow it, as the kernel would not; remove it or choose another "
+           "path";
+  }
+  return "";
 }
 
 OutputTarget output_target(const fs::path& path) {

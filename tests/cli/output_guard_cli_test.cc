@@ -203,6 +203,32 @@ TEST_F(OutputAfterLoadCliTest, AnotherUsersLinkInAStickySharedFolderIsNotFollowe
   EXPECT_NE(testing::read_file(victim).find("<testsuites"), std::string::npos);
 }
 
+// Issue 50 item 7: the same link as a folder on the way (`shared/out ->
+// victim's folder`, `--junit shared/out/junit.xml`) was followed: root's
+// report landed in the other user's folder. Every component is checked.
+TEST_F(OutputAfterLoadCliTest, AnotherUsersLinkOnTheWayThroughAStickySharedFolderIsNotFollowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to plant another user's link";
+  auto shared = dir_ / "shared";
+  fs::create_directory(shared);
+  fs::permissions(shared, fs::perms::all | fs::perms::sticky_bit);
+  auto victim = dir_ / "victim";
+  fs::create_directory(victim);
+  testing::write_file(victim / "junit.xml", "precious\n");
+  auto link = shared / "out";
+  fs::create_symlink(victim, link);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);
+  auto junit = link / "junit.xml";
+  auto r = run({"--junit", junit.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("--junit: cannot write " + junit.string() + ": " + link.string() +
+                       " on its way is a link owned by another user (uid 65534) in a shared "
+                       "sticky folder"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(testing::read_file(victim / "junit.xml"), "precious\n");
+  EXPECT_EQ(stored_runs(), 0) << "a refused output must stop the run before its load";
+}
+
 // Item 17: a report written over a 0600 file made it 0644, readable by all.
 TEST_F(OutputAfterLoadCliTest, AReportReplacingAFileKeepsItsMode) {
   auto junit = dir_ / "junit.xml";

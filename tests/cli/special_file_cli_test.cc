@@ -98,6 +98,26 @@ TEST_F(SpecialFileCliTest, CompareJsonThroughALinkToStdoutWritesThere) {
   EXPECT_TRUE(fs::is_symlink(dir_ / "stdout.json"));
 }
 
+// Issue 50 item 5: a FIFO that nothing reads as an output held perfgate in
+// open() for good. It waits a moment for a reader, then says what it is.
+TEST_F(SpecialFileCliTest, AFifoThatNothingReadsIsAnErrorNotAHang) {
+  ASSERT_EQ(mkfifo(fifo_.c_str(), 0600), 0);
+  const std::string fifo = fifo_.string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"compare", "2", "--store", store_.string(), "--junit", fifo},
+      {"store", "export", "--store", store_.string(), "--output", fifo}};
+  for (auto args : commands) {
+    args.insert(args.begin(), {testing::perfgate_binary(), "--log-level", "error"});
+    auto r = testing::run_command(args, {}, {}, 20);
+    EXPECT_EQ(r.exit_code, 3) << args[3] << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("cannot write " + fifo + ": it is a FIFO (named pipe) that nothing reads"),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(fs::is_fifo(fifo_));
+  }
+}
+
 // A full disk under stdout: exit 3 with one line, not exit 0 with nothing
 // written (or an export cut mid-line).
 TEST_F(SpecialFileCliTest, StdoutThatCannotBeWrittenIsAnError) {

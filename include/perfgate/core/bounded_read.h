@@ -16,11 +16,17 @@ struct BoundedRead {
   bool too_large = false;    // there were more than max_bytes; the rest was never read
   bool interrupted = false;  // SIGINT or SIGTERM came while reading
   int error = 0;             // errno of a failed open() or read(); 0 when none
+  bool not_regular = false;  // read_regular_bounded: a link, FIFO, device or folder
 };
 
 /// Reads `path` until its end, one byte past `max_bytes`, or a stop signal
 /// (stop_requested()), whichever comes first.
 BoundedRead read_bounded(const std::filesystem::path& path, size_t max_bytes);
+
+/// As read_bounded, for a file only perfgate's own tools write (a callgrind
+/// dump): a link is not followed and a FIFO not waited on; anything but a
+/// regular file is `not_regular`, unread.
+BoundedRead read_regular_bounded(const std::filesystem::path& path, size_t max_bytes);
 
 /// "a FIFO (named pipe)", "a device", "a socket" or "a folder" when `path`
 /// (through links) is one; "" for a regular file or nothing. Looks without
