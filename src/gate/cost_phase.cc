@@ -152,8 +152,9 @@ MetricSet count_launch(const Profile& profile, RequestChoice& choice,
   ServiceSpec spec = *profile.service;
   spec.command = session.wrap(spec.command);
   spec.ready_timeout = cost.ready_timeout;
-  ServiceProcess service(
-      spec, {}, LaunchOptions{true, nullptr, [](const std::string& m) { spdlog::warn("{}", m); }});
+  ServiceProcess service(spec, {},
+                         LaunchOptions{true, nullptr, folder.path().string(),
+                                       [](const std::string& m) { spdlog::warn("{}", m); }});
   try {
     service.wait_ready(stop, profile.target.tls_verify);
   } catch (const Error& e) {
@@ -184,7 +185,7 @@ MetricSet count_launch_pmu(const Profile& profile, const CounterFactory& counter
                            RequestChoice& choice, const std::atomic<bool>& stop) {
   const CostSpec& cost = profile.cost;
   auto counter = counters();
-  LaunchOptions launch{true, [&counter](pid_t pid) { counter->open(pid); },
+  LaunchOptions launch{true, [&counter](pid_t pid) { counter->open(pid); }, "",
                        [](const std::string& m) { spdlog::warn("{}", m); }};
   ServiceProcess service(*profile.service, {}, launch);
   service.wait_ready(stop, profile.target.tls_verify);

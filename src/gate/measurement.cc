@@ -40,7 +40,7 @@ std::unique_ptr<ServiceProcess> start_service(
               std::filesystem::path(profile.service->command.front()).filename().string());
   auto service = std::make_unique<ServiceProcess>(
       *profile.service, placement.service,
-      LaunchOptions{false, nullptr, [](const std::string& m) { spdlog::warn("{}", m); }});
+      LaunchOptions{false, nullptr, "", [](const std::string& m) { spdlog::warn("{}", m); }});
   // A signal here ends the run before any load.
   service->wait_ready(stop, profile.target.tls_verify);
   return service;

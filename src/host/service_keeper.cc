@@ -125,9 +125,10 @@ void await_child(const Kept& kept, int ms) {
 }
 
 // Until perfgate's word to stop, whose grace it returns, or its end (EOF,
-// `default_ms`): perfgate is gone, even by SIGKILL. Meanwhile the keeper
-// reaps, and reports the service's end. Without a signalfd it looks every 50 ms.
-int64_t wait_for_stop(const Kept& kept, int64_t default_ms) {
+// `default_ms`, and `orphaned` set): perfgate is gone, even by SIGKILL.
+// Meanwhile the keeper reaps, and reports the service's end. Without a
+// signalfd it looks every 50 ms.
+int64_t wait_for_stop(const Kept& kept, int64_t default_ms, bool& orphaned) {
   for (;;) {
     pollfd fds[2] = {{kept.socket_fd, POLLIN, 0}, {kept.signal_fd, POLLIN, 0}};
     if (poll(fds, 2, kept.signal_fd < 0 ? 50 : -1) < 0) continue;
@@ -137,8 +138,27 @@ int64_t wait_for_stop(const Kept& kept, int64_t default_ms) {
     KeeperMessage word;
     ssize_t n = recv(kept.socket_fd, &word, sizeof word, 0);
     if (n == sizeof word && word.kind == KeeperMessage::kStop) return word.value;
-    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return default_ms;
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+      orphaned = true;
+      return default_ms;
+    }
   }
+}
+
+// The files of `folder`, then the folder: what perfgate's own cleanup would
+// have removed had it not been killed. Links are removed, not followed.
+void remove_flat_folder(const char* folder) {
+  int dir = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return;
+  alignas(dirent64) char buf[8192];
+  for (ssize_t n; (n = getdents64(dir, buf, sizeof buf)) > 0;)
+    for (ssize_t off = 0; off < n;) {
+      auto* entry = reinterpret_cast<dirent64*>(buf + off);
+      off += entry->d_reclen;
+      if (entry->d_type != DT_DIR) unlinkat(dir, entry->d_name, 0);
+    }
+  close(dir);
+  rmdir(folder);
 }
 
 // The PIDs that were sent SIGTERM one by one, so that none has it twice: a
@@ -219,7 +239,7 @@ int child_signals() {
 }  // namespace
 
 [[noreturn]] void keep_service(int socket_fd, Nanos default_grace,
-                               const std::function<void()>& start) {
+                               const std::function<void()>& start, const char* scratch) {
   setpgid(0, 0);  // out of perfgate's group: a kill of that group spares it
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   prctl(PR_SET_NAME, "perfgate-keeper");
@@ -235,7 +255,9 @@ int child_signals() {
   Kept kept{settle(socket_fd), child_signals(), service};
   reap(kept);  // an end before the signalfd existed sent no signal to it
   auto default_ms = std::chrono::duration_cast<std::chrono::milliseconds>(default_grace).count();
-  if (!end_gently(kept, wait_for_stop(kept, default_ms))) kill_all(kept);
+  bool orphaned = false;
+  if (!end_gently(kept, wait_for_stop(kept, default_ms, orphaned))) kill_all(kept);
+  if (orphaned && scratch && *scratch) remove_flat_folder(scratch);
   tell(kept.socket_fd, KeeperMessage::kDone, 0);
   _exit(0);
 }

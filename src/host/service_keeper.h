@@ -33,9 +33,14 @@ struct KeeperMessage {
 /// it from outside the group, waits up to the grace for them, then SIGKILLs
 /// its children until it has none; then it says kDone and exits.
 ///
+/// When perfgate died (EOF) rather than said kStop, the keeper also empties
+/// and removes `scratch` (when not empty): a folder of the service's files
+/// only perfgate would have removed, e.g. the cost phase's dumps (its files,
+/// not its subfolders: it holds none).
+///
 /// It runs in a child of a multithreaded process: async-signal-safe calls
-/// only, and `start` must be built before the fork.
+/// only, and `start` and `scratch` must be built before the fork.
 [[noreturn]] void keep_service(int socket_fd, Nanos default_grace,
-                               const std::function<void()>& start);
+                               const std::function<void()>& start, const char* scratch);
 
 }  // namespace perfgate

@@ -150,7 +150,7 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus,
     exec_child(spec_, argv, fds[1], cpus.empty() ? nullptr : &cpu_set, launch.fixed_addresses, go);
   };
   try {
-    start_keeper(start);
+    start_keeper(start, launch.scratch_dir.c_str());
   } catch (...) {
     for (int fd : {fds[0], fds[1], go[0], go[1]})
       if (fd >= 0) close(fd);
@@ -172,14 +172,14 @@ ServiceProcess::ServiceProcess(const ServiceSpec& spec, const CpuList& cpus,
 // The keeper (service_keeper.h) forks the service and stays its parent, so
 // that nothing the service starts gets away from it; the service's PID comes
 // from the keeper.
-void ServiceProcess::start_keeper(const std::function<void()>& start) {
+void ServiceProcess::start_keeper(const std::function<void()>& start, const char* scratch) {
   int sock[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock) != 0)
     throw Error(std::string("service: socketpair: ") + strerror(errno));
   keeper_ = fork();
   if (keeper_ == 0) {
     close(sock[1]);  // only perfgate holds its end: its death is the keeper's EOF
-    keep_service(sock[0], kStopGrace, start);
+    keep_service(sock[0], kStopGrace, start, scratch);
   }
   close(sock[0]);
   if (keeper_ < 0) {

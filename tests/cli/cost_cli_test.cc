@@ -628,6 +628,30 @@ TEST_F(CostCliTest, AServiceThatNeverFinishesAnAnswerUnderTheCountEndsTheRun) {
   }
 }
 
+// Issue 50 item 9: perfgate killed by SIGKILL during the cost phase left its
+// perfgate-cost-* folder (dumps, Valgrind's log, vgdb's FIFOs) in $TMPDIR.
+// The service's keeper, which outlives perfgate to end the service, removes it.
+TEST_F(CostCliTest, ASigkilledCostPhaseLeavesNoFolderBehind) {
+  auto tmp = dir_ / "tmp";
+  fs::create_directory(tmp);
+  testing::write_file(profile_, profile(kCost, false));
+  // Once Valgrind's log is in the phase's folder, perfgate is killed.
+  std::string script =
+      "\"$0\" run \"$1\" --no-record & pid=$!; n=0; "
+      "while ! ls \"$TMPDIR\"/perfgate-cost-*/valgrind.* >/dev/null 2>&1 && [ $n -lt 1200 ]; do "
+      "sleep 0.05; n=$((n+1)); done; kill -KILL $pid; wait $pid; "
+      "n=0; while ls -d \"$TMPDIR\"/perfgate-cost-* >/dev/null 2>&1 && [ $n -lt 400 ]; do "
+      "sleep 0.05; n=$((n+1)); done; ls -A \"$TMPDIR\"";
+  auto r =
+      testing::run_command({"/bin/sh", "-c", script, testing::perfgate_binary(), profile_.string()},
+                           {{"TMPDIR", tmp.string()},
+                            {"PORT", std::to_string(testing::unused_port())},
+                            {"ROUNDS", "2000"}},
+                           {}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // ls's: the folder listing
+  EXPECT_EQ(r.out, "") << "left in $TMPDIR: " << r.out;
+}
+
 // A service perfgate only watches cannot be restarted under an instrument.
 TEST_F(CostCliTest, AWatchedServiceIsNotCounted) {
   testing::DemoServerProcess server;

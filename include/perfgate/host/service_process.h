@@ -25,6 +25,9 @@ struct LaunchOptions {
   /// opened on the child's PID here counts everything the service runs, every
   /// thread and process it starts included. A throw ends the child.
   std::function<void(pid_t)> before_exec;
+  /// A folder of the service's files (the cost phase's dumps) that the keeper
+  /// removes if perfgate is killed before it could (see service_keeper.h).
+  std::string scratch_dir;
   /// Told, in a sentence, what perfgate had to do itself when the keeper
   /// stopped answering (stopped or killed from outside): e.g. spdlog's warn.
   std::function<void(const std::string&)> warn;
@@ -72,7 +75,7 @@ class ServiceProcess {
 
  private:
   using Clock = std::chrono::steady_clock;
-  void start_keeper(const std::function<void()>& start);
+  void start_keeper(const std::function<void()>& start, const char* scratch);
   void check_exec(int error_fd);
   void release_child(const std::function<void(pid_t)>& before_exec, int go[2]);
   std::optional<KeeperMessage> next_word(Clock::time_point deadline);
