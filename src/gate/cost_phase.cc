@@ -200,11 +200,26 @@ MetricSet count_launch_pmu(const Profile& profile, const CounterFactory& counter
   return {{"instructions_per_request", (after - before) / counted.answered}};
 }
 
+// A stop during the phase ends the run with nothing stored: neither a
+// first launch's failure that "auto" would skip nor a count of fewer launches
+// than asked is a result (issue 50, item 11: such a run was stored, exit 2).
+void end_if_stopped(const std::atomic<bool>& stop) {
+  if (stop)
+    throw Error(
+        "interrupted by SIGINT or SIGTERM during the cost phase; the service was stopped, "
+        "nothing stored");
+}
+
 MetricSet count_one(const Profile& profile, const CostInstrument& instrument,
                     const CounterFactory& counters, RequestChoice& choice,
                     const std::atomic<bool>& stop) {
-  return instrument.name == "perf" ? count_launch_pmu(profile, counters, choice, stop)
-                                   : count_launch(profile, choice, stop);
+  try {
+    return instrument.name == "perf" ? count_launch_pmu(profile, counters, choice, stop)
+                                     : count_launch(profile, choice, stop);
+  } catch (const Error&) {
+    end_if_stopped(stop);  // whatever the stop broke, the stop is what is said
+    throw;
+  }
 }
 
 // Under "auto" a service that cannot come up under the instrument (an ASan
@@ -369,11 +384,13 @@ CostRun measure_cost(const Profile& profile, const CostInstrument& instrument,
     try {
       side.run.launches.push_back(count_one(phase.profile, instrument, counters, choice, stop));
     } catch (const Error& e) {
+      end_if_stopped(stop);  // a stop is no reason to skip
       if (i > 0 || !first_launch_may_skip(profile)) throw;
       return skipped_run(e);
     }
     log_launch("", i, side.run.launches.back());
   }
+  end_if_stopped(stop);
   run = keyed(side, instrument, profile.cost, choice);
   run.seconds = seconds_since(started);
   return run;
@@ -421,13 +438,15 @@ PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline
     try {
       count_pair(i);
     } catch (const Error& e) {
+      end_if_stopped(stop);  // a stop is no reason to skip
       if (i > 0 || !first_launch_may_skip(candidate)) throw;
       out.candidate = skipped_run(e);
       out.baseline = out.candidate;
       return out;
     }
   }
-  int want = wanted && !stop ? wanted(out) : 0;
+  end_if_stopped(stop);
+  int want = wanted ? wanted(out) : 0;
   if (want <= spec.launches) return out;
   int target = std::min(want, spec.max_launches);
   int i = spec.launches;
@@ -441,6 +460,7 @@ PairedCost measure_paired_cost(const Profile& candidate, const Profile& baseline
                    target - i);
     count_pair(i);
   }
+  end_if_stopped(stop);
   out.extension = "cost phase: counts undecided after " + std::to_string(spec.launches) +
                   " launches a side; " +
                   (i > spec.launches ? std::to_string(i - spec.launches) + " more a side counted"

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perfgate/store/baseline_store.h"
 #include "support/test_support.h"
 
 namespace perfgate {
@@ -650,6 +651,36 @@ TEST_F(CostCliTest, ASigkilledCostPhaseLeavesNoFolderBehind) {
                            {}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.err;  // ls's: the folder listing
   EXPECT_EQ(r.out, "") << "left in $TMPDIR: " << r.out;
+}
+
+// Issue 50 item 11: SIGINT during the first launch of an "auto" cost phase
+// was taken for a service that cannot run under Valgrind: the phase was
+// skipped, the run judged on its timed figures and stored (exit 2), while the
+// line said "nothing stored". A stop ends the run, and nothing is stored.
+TEST_F(CostCliTest, SigintDuringTheFirstLaunchOfAnAutoCostPhaseStoresNothing) {
+  auto tmp = dir_ / "tmp";
+  fs::create_directory(tmp);
+  testing::write_file(profile_, profile(R"({ "instrument": "auto", "requests": 200 })", false));
+  std::string script =
+      "\"$0\" run \"$1\" --store \"$2\" & pid=$!; n=0; "
+      "while ! ls \"$TMPDIR\"/perfgate-cost-*/valgrind.* >/dev/null 2>&1 && [ $n -lt 1200 ]; do "
+      "sleep 0.05; n=$((n+1)); done; kill -INT $pid; wait $pid";
+  auto r = testing::run_command(
+      {"/bin/sh", "-c", script, testing::perfgate_binary(), profile_.string(), store_.string()},
+      {{"TMPDIR", tmp.string()},
+       {"PORT", std::to_string(testing::unused_port())},
+       {"ROUNDS", "2000"}},
+      {}, 120);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("interrupted by SIGINT or SIGTERM during the cost phase; the service was "
+                       "stopped, nothing stored"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("cost phase skipped"), std::string::npos) << r.err;
+  if (fs::exists(store_)) {
+    auto store = BaselineStore::open(store_, BaselineStore::Mode::kReadOnly);
+    EXPECT_TRUE(store.runs().empty()) << "an interrupted run was stored";
+  }
 }
 
 // A service perfgate only watches cannot be restarted under an instrument.
