@@ -22,12 +22,17 @@ std::streamsize PrintableStreambuf::xsputn(const char* s, std::streamsize n) {
   return n;
 }
 
+// Fails once any write below failed, not only this flush: a full device
+// fails a write the stdio buffer made on its own, and a later flush of the
+// emptied buffer succeeds. errno names the first failure.
 int PrintableStreambuf::sync() {
   flush_line(true);
   errno = 0;
   int rc = out_->pubsync();
   if (rc != 0) note_failure();
-  return rc;
+  if (write_error_ == 0) return 0;
+  errno = write_error_;
+  return -1;
 }
 
 void PrintableStreambuf::note_failure() {

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 
 #include "perfgate/gate/store_access.h"
@@ -130,6 +132,22 @@ void GateRun::write(const GateResult& result, std::ostream& out) const {
   write_reports(options_, guard_, result, &out);
 }
 
+namespace {
+
+// stdout is one of the run's reports: cut short by a full device, it takes
+// the run out of the store as a lost --junit does (issue 50, item 12).
+void flush_stdout(std::ostream& out) {
+  errno = 0;
+  out.flush();
+  if (out) return;
+  int why = errno;
+  throw Error(std::string("cannot write to stdout: ") +
+              (why ? std::strerror(why) : "the output was cut short") +
+              "; what was printed is incomplete");
+}
+
+}  // namespace
+
 // A run stored, then its --junit lost to a full disk, was still the next
 // runs' baseline while CI showed only the error (issue 41, item 13). The runs
 // this result stored are taken out again: whole, or not at all.
@@ -137,6 +155,7 @@ void GateRun::write(const GateResult& result, std::ostream& out,
                     std::optional<BaselineStore>& store) const {
   try {
     write(result, out);
+    flush_stdout(out);
   } catch (const Error& e) {
     if (!result.recorded || !result.run_id || !store) throw;
     std::vector<int64_t> stored{*result.run_id};

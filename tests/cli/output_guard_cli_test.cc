@@ -147,6 +147,21 @@ TEST_F(OutputAfterLoadCliTest, APairedRunWhoseReportIsLostTakesBothSidesOut) {
   EXPECT_EQ(stored_runs(), 0);
 }
 
+// Issue 50 item 12: stdout on a full device ended the run with exit 3, yet the
+// run stayed stored, the next runs' baseline. It is taken out as a lost
+// --junit is.
+TEST_F(OutputAfterLoadCliTest, AReportLostOnStdoutTakesTheStoredRunOutAgain) {
+  ASSERT_LE(run({}).exit_code, 2);  // a first run, which must stay
+  auto r = testing::run_command({"/bin/sh", "-c", "exec \"$0\" \"$@\" > /dev/full",
+                                 testing::perfgate_binary(), "run", profile_.string(), "--store",
+                                 store_.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cannot write to stdout: No space left on device"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the run was taken out of the store again"), std::string::npos) << r.err;
+  EXPECT_EQ(stored_runs(), 1);
+}
+
 // Item 13: the step summary on a full disk was left cut mid-table. A file-size
 // limit (ulimit -f) stands in for the full disk: what a failed append wrote is
 // cut off again, so the summary is whole or as it was.
