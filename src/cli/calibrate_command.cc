@@ -118,12 +118,15 @@ std::string utc_today() {
   return text;
 }
 
-// Did a calibration of this profile, hash and host run today already?
+// Did a calibration of this profile, hash and host run today already? Only
+// a run that measured counts: a saturated or failed one adds nothing to the
+// pool, so it must not put the next try off to tomorrow (issue 50, item 13).
 bool calibrated_today(BaselineStore& store, const Profile& profile, const HostFingerprint& host) {
   auto today = utc_today();
   for (const auto& run : store.runs(profile.name, 200))
     if (run.kind == "calibration" && run.profile_hash == profile.hash &&
-        run.host.key() == host.key() && run.created_at.starts_with(today))
+        run.host.key() == host.key() && run.created_at.starts_with(today) &&
+        run.status == "complete" && !run.saturation.saturated)
       return true;
   return false;
 }

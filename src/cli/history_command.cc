@@ -260,7 +260,9 @@ int64_t latest_acceptable(BaselineStore& store, const ReviewOptions& opt) {
   int skipped = 0;
   store.each_run(opt.profile, opt.branch, 0, [&](RunRecord&& run) {
     if (found) return;
-    if (not_acceptable(run).empty())
+    // A run the user rejected is not "latest" to accept (issue 50, item 13):
+    // `accept ID` takes it back, by its id.
+    if (not_acceptable(run).empty() && run.review.state != "rejected")
       found = run.id;
     else
       ++skipped;
@@ -268,11 +270,11 @@ int64_t latest_acceptable(BaselineStore& store, const ReviewOptions& opt) {
   std::string of = opt.branch.empty() ? "" : " of branch " + printable(opt.branch);
   if (!found)
     throw Error("accept latest: no run" + of + " can be accepted (" + std::to_string(skipped) +
-                " stored, none a complete, unsaturated gate run)");
+                " stored, none a complete, unsaturated gate run that was not rejected)");
   if (skipped)
     std::cout << "accept latest: " << skipped << " newer run" << (skipped == 1 ? "" : "s") << of
-              << " cannot be accepted (saturated, paired, or incomplete); taking run " << found
-              << "\n";
+              << " cannot be accepted (saturated, paired, rejected or incomplete); taking run "
+              << found << "\n";
   return found;
 }
 

@@ -154,6 +154,25 @@ TEST_F(HistoryCliTest, AcceptLatestTakesTheNewestRunThatCanBeAccepted) {
   EXPECT_EQ(perfgate({"reject", "latest"}).exit_code, 3);  // accept's word only
 }
 
+// Issue 50 item 13: `accept latest` accepted the run the user had rejected.
+// It takes the newest run not rejected; `accept ID` still takes one back.
+TEST_F(HistoryCliTest, AcceptLatestPassesOverARejectedRun) {
+  DemoServerProcess steady(kSteady);
+  ASSERT_EQ(run(steady.port()).exit_code, 0);
+  ASSERT_EQ(run(steady.port()).exit_code, 0);
+  ASSERT_EQ(perfgate({"reject", "2", "--reason", "runner was shared"}).exit_code, 0);
+  auto latest = perfgate({"accept", "latest", "--reason", "the new cache"});
+  ASSERT_EQ(latest.exit_code, 0) << latest.out << latest.err;
+  EXPECT_NE(latest.out.find("1 newer run cannot be accepted (saturated, paired, rejected"),
+            std::string::npos)
+      << latest.out;
+  auto runs = history_json();
+  EXPECT_EQ(runs[0]["review"]["state"], "rejected");
+  EXPECT_EQ(runs[1]["review"]["state"], "accepted");
+  ASSERT_EQ(perfgate({"accept", "2", "--reason", "it was fine"}).exit_code, 0);
+  EXPECT_EQ(history_json()[0]["review"]["state"], "accepted");
+}
+
 TEST_F(HistoryCliTest, RejectedRunIsNeverABaseline) {
   DemoServerProcess steady(kSteady);
   ASSERT_EQ(run(steady.port()).exit_code, 0);

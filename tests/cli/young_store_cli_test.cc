@@ -156,6 +156,20 @@ TEST_F(YoungStoreCliTest, CalibrateIfNeededRunsOnceADayUntilThePoolHoldsThreeDay
       << enough.out;
 }
 
+// Issue 50 item 13: a calibration whose runs were all saturated counted as
+// today's, and --if-needed did nothing until the next day.
+TEST_F(YoungStoreCliTest, ASaturatedCalibrationIsNotTodaysCalibration) {
+  std::string busy = kProfile;  // the same hash: saturation is not in it
+  busy.replace(busy.find(R"("generator_cpu": "100%")"), 23, R"("generator_cpu": "0%")");
+  testing::write_file(profile_, busy);
+  perfgate("calibrate", {"--runs", "2", "--if-needed", "--commit", "aaa"});
+  testing::write_file(profile_, kProfile);
+  auto again = perfgate("calibrate", {"--runs", "2", "--if-needed", "--commit", "aaa"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(again.out.find("nothing to do"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("throughput"), std::string::npos) << again.out;
+}
+
 // Five eligible runs on main (the same profile hash, without relative limits, so
 // they pass): the window's own spread decides, whatever the pool holds.
 TEST_F(YoungStoreCliTest, CalibrateIfNeededLeavesAGrownStoreAlone) {
