@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -323,6 +324,25 @@ std::string fixed(double value, int digits) {
 
 }  // namespace
 
+// Valgrind keeps a file per process in $TMPDIR (the service's, as
+// service.env or perfgate's environment gives it) and gives up at start
+// without it: found before the load, not after it (issue 50, item 14).
+std::string valgrind_tmpdir_problem(const ServiceSpec& service) {
+  std::string dir;
+  for (const auto& [name, value] : service.env)
+    if (name == "TMPDIR") dir = value;
+  if (dir.empty())
+    if (const char* own = std::getenv("TMPDIR")) dir = own;
+  if (dir.empty()) return "";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return "TMPDIR (" + dir + ") is not a folder, and Valgrind keeps its files there";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return "TMPDIR (" + dir + ") takes no new file (" + std::strerror(errno) +
+           "), and Valgrind keeps its files there";
+  return "";
+}
+
 CostInstrument find_instrument(const Profile& profile, const CounterFactory& counters) {
   CostInstrument out;
   const CostSpec& cost = profile.cost;
@@ -333,14 +353,25 @@ CostInstrument find_instrument(const Profile& profile, const CounterFactory& cou
         "only watched";
     return out;
   }
+  // Its client speaks plain HTTP only (request_sequence.h): an https target
+  // is said before the load, not after it.
+  for (const auto& t :
+       profile.requests.empty() ? std::vector<TargetSpec>{profile.target} : profile.requests)
+    if (t.url.rfind("http://", 0) != 0 && t.url.rfind("HTTP://", 0) != 0) {
+      out.unavailable = "the cost phase sends plain http:// requests only, and " +
+                        redacted_url(t.url) + " is not one";
+      return out;
+    }
   std::string no_pmu;
   if (cost.instrument == "perf" || cost.instrument == "auto") {
     no_pmu = counters()->unavailable();
     if (no_pmu.empty()) return {"perf", kernel_release(), ""};
     if (cost.instrument == "perf") return {"", "", no_pmu};
   }
-  out.unavailable =
-      callgrind_unavailable(profile.service->command, profile.service->cwd, out.version);
+  out.unavailable = valgrind_tmpdir_problem(*profile.service);
+  if (out.unavailable.empty())
+    out.unavailable =
+        callgrind_unavailable(profile.service->command, profile.service->cwd, out.version);
   if (out.unavailable.empty()) out.name = "callgrind";
   if (!no_pmu.empty() && !out.unavailable.empty())
     out.unavailable = no_pmu + "; " + out.unavailable;

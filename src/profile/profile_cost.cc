@@ -68,6 +68,15 @@ CostSpec read_cost(const Section& root, ThresholdSet& limits) {
   } else if (auto name = root.string("cost"); name && known_instrument(root, "cost", *name)) {
     spec.instrument = *name;
   }
+  // A watched service cannot be restarted under an instrument: a count that
+  // must run cannot, which `validate` says before any load (issue 50, item 14).
+  if (spec.enabled() && spec.required) {
+    const Doc* service = root.get("service");
+    if (!service || !service->is_object() || !service->contains("command"))
+      root.problem("cost",
+                   "required: true needs a service perfgate starts (service.command); "
+                   "a watched service cannot be counted");
+  }
   // Counts are exact where the service is deterministic: the limits are tight.
   if (spec.enabled() && !limits.contains("instructions_per_request"))
     limits["instructions_per_request"] = Thresholds{1, 2, std::nullopt, std::nullopt};

@@ -251,6 +251,10 @@ const std::vector<BadCase>& cases() {
        "cost.launches: must be an integer from 2 to 50, got 1"},
       {"cost_count_time_zero", with(R"("repeat")", R"("cost": { "count_time": "0s" }, "repeat")"),
        run_args(), "cost.count_time"},
+      // Issue 50 item 14: found by `validate`, not after the load.
+      {"cost_required_watched_service",
+       with(R"("repeat")", R"("cost": { "required": true }, "repeat")"), run_args(),
+       "cost: required: true needs a service perfgate starts (service.command)"},
   };
   return table;
 }

@@ -683,6 +683,32 @@ TEST_F(CostCliTest, SigintDuringTheFirstLaunchOfAnAutoCostPhaseStoresNothing) {
   }
 }
 
+// Issue 50 item 14: a required count that cannot run here was found only
+// after the whole timed load: a $TMPDIR Valgrind cannot use, an https target
+// (the phase's client speaks plain HTTP). Both are said before any load.
+TEST_F(CostCliTest, ARequiredCountThatCannotRunIsSaidBeforeTheLoad) {
+  testing::write_file(profile_,
+                      profile(R"({ "instrument": "callgrind", "required": true })", false));
+  auto r = run({{"ROUNDS", "2000"}, {"TMPDIR", (dir_ / "missing").string()}});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("cost phase required (cost.required), and it cannot count here: TMPDIR (" +
+                       (dir_ / "missing").string() + ") is not a folder"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("starting service"), std::string::npos) << "a load ran: " << r.err;
+
+  auto https = profile(R"({ "instrument": "callgrind", "required": true })", false);
+  https.replace(https.find("http://127.0.0.1:${PORT}/\""), 7, "https://");
+  testing::write_file(profile_, https);
+  auto tls = run({{"ROUNDS", "2000"}});
+  EXPECT_EQ(tls.exit_code, 3) << tls.out << tls.err;
+  EXPECT_NE(tls.err.find("the cost phase sends plain http:// requests only"), std::string::npos)
+      << tls.err;
+  EXPECT_EQ(tls.err.find("starting service"), std::string::npos) << "a load ran: " << tls.err;
+  EXPECT_FALSE(fs::exists(store_) &&
+               BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).run_count() > 0);
+}
+
 // A service perfgate only watches cannot be restarted under an instrument.
 TEST_F(CostCliTest, AWatchedServiceIsNotCounted) {
   testing::DemoServerProcess server;
