@@ -103,5 +103,18 @@ TEST(CallgrindDumpTest, RefusesWhatIsNoDump) {
   EXPECT_THROW(per_request_costs(parse_callgrind_dump("events: Ir\ntotals: 1\n", "d"), 0), Error);
 }
 
+// Issue 50 item 15: a dump cut short by a full disk was "not a callgrind dump".
+TEST(CallgrindDumpTest, ADumpCutShortIsSaidToBeCutShort) {
+  try {
+    parse_callgrind_dump("# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npid: 85",
+                         "x.out");
+    FAIL() << "a cut dump was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("x.out: callgrind dump cut short (63 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace perfgate

@@ -163,6 +163,17 @@ Nanos duration_flag(const std::string& flag, const std::string& text) {
   return *d;
 }
 
+namespace {
+
+// --lock-wait 0 is "do not wait" (issue 50, item 15: it was refused while
+// 0.5 was taken).
+Nanos lock_wait_flag(const std::string& text) {
+  if (auto d = parse_duration(text); d && d->count() == 0) return *d;
+  return duration_flag("--lock-wait", text);
+}
+
+}  // namespace
+
 CLI::Validator whole_number_from(long long least) {
   return CLI::Validator(
       [least](std::string& text) -> std::string {
@@ -204,8 +215,10 @@ struct CommandLine {
             },
             "LEVEL"));
     app.add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
-    app.add_option("--lock-wait", lock_wait,
-                   "How long to wait in all for a store another process has locked (default 30s)");
+    app.add_option(
+        "--lock-wait", lock_wait,
+        "How long to wait in all for a store another process has locked (default 30s; 0: "
+        "not at all)");
     register_run_command(commands);
     register_bench_command(commands);
     register_validate_command(commands);
@@ -361,8 +374,8 @@ int run_cli(int argc, char** argv) {
     setup_logging(cli.log_level, cli.quiet);
     check_stack_limit();
     if (!cli.lock_wait.empty())
-      set_store_lock_wait(std::chrono::duration_cast<std::chrono::milliseconds>(
-          duration_flag("--lock-wait", cli.lock_wait)));
+      set_store_lock_wait(
+          std::chrono::duration_cast<std::chrono::milliseconds>(lock_wait_flag(cli.lock_wait)));
     install_stop_handlers();
     int exit_code = cli.commands.run_selected({cli_environment(), stop_requested()});
     check_stdout_written(printable_stdout);

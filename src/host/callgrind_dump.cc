@@ -50,6 +50,12 @@ EventTotals parse_callgrind_dump(std::string_view text, const std::string& sourc
     if (line.rfind("totals:", 0) == 0) totals = words(line.substr(7));
     if (line.rfind("summary:", 0) == 0) summary = words(line.substr(8));
   }
+  // callgrind's own header, with no events after it, is a dump cut short (a
+  // full disk, a quota), not something else (issue 50, item 15).
+  if (events.empty() && (text.rfind("# callgrind format", 0) == 0 ||
+                         text.find("\ncreator: callgrind") != std::string_view::npos))
+    throw Error(source + ": callgrind dump cut short (" + std::to_string(text.size()) +
+                " bytes, no \"events:\" line): was the disk full?");
   if (events.empty()) throw Error(source + ": not a callgrind dump (no \"events:\" line)");
   for (size_t i = 0; i < events.size(); ++i)
     for (size_t j = 0; j < i; ++j)

@@ -103,13 +103,25 @@ std::string valgrind_cannot_run(const std::vector<std::string>& command,
   return "";
 }
 
-std::string valgrind_version() {
+std::string valgrind_version(std::string* problem) {
+  auto said = [&](std::string why) {
+    if (problem) *problem = std::move(why);
+    return std::string();
+  };
+  if (find_executable("valgrind").empty())
+    return said("valgrind is not installed (Debian: apt-get install valgrind)");
   try {
     auto out = run_child({"valgrind", "--version"}, std::chrono::seconds(10));
-    if (out.exit_code != 0 || out.output.rfind("valgrind-", 0) != 0) return "";
+    // A hung or broken valgrind is not a missing one (issue 50, item 15).
+    if (out.timed_out) return said("valgrind --version did not answer within 10s");
+    if (out.exit_code != 0 || out.output.rfind("valgrind-", 0) != 0) {
+      std::string first = out.output.substr(0, out.output.find_first_of("\r\n")).substr(0, 200);
+      return said("valgrind --version failed (exit status " + std::to_string(out.exit_code) + ")" +
+                  (first.empty() ? "" : ": " + first));
+    }
     return out.output.substr(0, out.output.find_first_of("\r\n"));
-  } catch (const Error&) {
-    return "";
+  } catch (const Error& e) {
+    return said(std::string("valgrind cannot be started: ") + e.what());
   }
 }
 
@@ -242,8 +254,9 @@ CountedDumps sum_counted_dumps(const fs::path& dir, const DumpMark& mark,
 
 std::string callgrind_unavailable(const std::vector<std::string>& command,
                                   const std::filesystem::path& cwd, std::string& version) {
-  version = valgrind_version();
-  if (version.empty()) return "valgrind is not installed (Debian: apt-get install valgrind)";
+  std::string problem;
+  version = valgrind_version(&problem);
+  if (version.empty()) return problem;
   if (find_executable("vgdb").empty()) return "vgdb (valgrind's remote control) is not on PATH";
   return valgrind_cannot_run(command, cwd);
 }

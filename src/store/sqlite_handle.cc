@@ -1,5 +1,7 @@
 #include "sqlite_handle.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -95,7 +97,13 @@ std::string reason(sqlite3* handle) {
   int system = sqlite3_system_errno(handle);
   if (system != 0 &&
       (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN))
-    why += ": " + std::string(std::strerror(system));
+    return why + ": " + std::string(std::strerror(system));
+  // A write past `ulimit -f` leaves SQLite no errno to give (issue 50, item 15).
+  rlimit size{};
+  if ((primary == SQLITE_IOERR || primary == SQLITE_FULL) && getrlimit(RLIMIT_FSIZE, &size) == 0 &&
+      size.rlim_cur != RLIM_INFINITY)
+    why += "; this process may write files of " + std::to_string(size.rlim_cur / 1024) +
+           " KiB at most (ulimit -f)";
   return why;
 }
 

@@ -709,6 +709,21 @@ TEST_F(CostCliTest, ARequiredCountThatCannotRunIsSaidBeforeTheLoad) {
                BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).run_count() > 0);
 }
 
+// Issue 50 item 15: a valgrind that does not answer `--version` was "not
+// installed" after 10 s. It is said as it is.
+TEST_F(CostCliTest, AValgrindThatHangsIsNotSaidToBeMissing) {
+  auto bin = dir_ / "bin";
+  fs::create_directories(bin);
+  testing::write_file(bin / "valgrind", "#!/bin/sh\nexec /bin/sleep 300\n");
+  fs::permissions(bin / "valgrind", fs::perms::owner_all);
+  testing::write_file(profile_,
+                      profile(R"({ "instrument": "callgrind", "required": true })", false));
+  auto r = run({{"ROUNDS", "2000"}, {"PATH", bin.string() + ":/usr/bin:/bin"}});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("valgrind --version did not answer within 10s"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not installed"), std::string::npos) << r.err;
+}
+
 // A service perfgate only watches cannot be restarted under an instrument.
 TEST_F(CostCliTest, AWatchedServiceIsNotCounted) {
   testing::DemoServerProcess server;

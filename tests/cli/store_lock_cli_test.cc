@@ -77,6 +77,32 @@ TEST_F(StoreLockCliTest, RunChecksTheLockBeforeItsLoad) {
   EXPECT_EQ(r.err.find("cannot reach"), std::string::npos) << r.err;
 }
 
+// Issue 50 item 15: --lock-wait 0 was refused while 0.5 was taken. It means
+// "do not wait": a locked store is said at once.
+TEST_F(StoreLockCliTest, ALockWaitOfZeroDoesNotWait) {
+  StoreLock lock(store_);
+  auto r = testing::run_command({testing::perfgate_binary(), "--lock-wait", "0", "accept", "1",
+                                 "--reason", "intended", "--store", store_.string()},
+                                {}, {}, 20);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("the store is locked by another process"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--lock-wait:"), std::string::npos) << r.err;
+}
+
+// Issue 50 item 15: a store write past `ulimit -f` said only "disk I/O error".
+TEST_F(StoreLockCliTest, AWritePastTheFileSizeLimitSaysSo) {
+  auto r = testing::run_command(
+      {"/bin/bash", "-c", "ulimit -f 8; exec \"$0\" \"$@\"", testing::perfgate_binary(), "accept",
+       "1", "--reason", std::string(16000, 'x'), "--store", store_.string()},
+      {}, {}, 20);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  // The system's word when SQLite has it, else the limit itself.
+  EXPECT_TRUE(r.err.find("File too large") != std::string::npos ||
+              r.err.find("KiB at most (ulimit -f)") != std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("(disk I/O error)"), std::string::npos) << r.err;
+}
+
 TEST_F(StoreLockCliTest, ALockWaitThatIsNoDurationIsRefused) {
   auto r = testing::run_command(
       {testing::perfgate_binary(), "--lock-wait", "soon", "history", "--store", store_.string()});

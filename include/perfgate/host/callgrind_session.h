@@ -25,8 +25,9 @@ struct CallgrindOptions {
   bool systime = true;     // system calls counted (--collect-systime)
 };
 
-/// "valgrind-3.19.0", or "" when `valgrind` is not on PATH or does not run.
-std::string valgrind_version();
+/// "valgrind-3.19.0", or "" when `valgrind` is not on PATH or does not run,
+/// why then in `problem` (not installed, no answer, a failure).
+std::string valgrind_version(std::string* problem = nullptr);
 
 /// Why a service started with `command` in `cwd` (empty: perfgate's) cannot
 /// be run under Valgrind here, in one line: Go's runtime (its signals and
