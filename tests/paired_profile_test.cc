@@ -1,5 +1,7 @@
 // The `paired` section of a profile: what it accepts,
 // what it refuses with one line each, and the baseline side it describes.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -126,10 +128,20 @@ TEST(PairedProfileTest, RefusesWhatCannotBePaired) {
                      {"paired.baseline.origin", "the target's own origin"});
   // Issue 41, item 4: another loopback address, the same port: one server
   // listening on every local address answers both (the guard compared strings).
-  for (const char* same : {"http://127.0.0.2:8080", "http://localhost:8080", "http://[::1]:8080"})
-    expect_one_problem(
-        paired_profile(std::string(R"({"baseline": {"origin": ")") + same + R"("}})"),
-        {"paired.baseline.origin", "the target's port on another loopback address"});
+  // Issue 50 item 2: compared by where they lead, not by their spelling.
+  char own_name[256] = {};
+  ::gethostname(own_name, sizeof own_name - 1);
+  for (const std::string& same : std::vector<std::string>{
+           "http://127.0.0.2:8080", "http://localhost:8080", "http://[::1]:8080",
+           "http://2130706433:8080", "http://LOCALHOST:8080", "http://0:8080",
+           "http://[::ffff:127.0.0.1]:8080", "http://0x7f000001:8080", "http://localhost.:8080",
+           "http://" + std::string(own_name) + ":8080"}) {
+    SCOPED_TRACE(same);
+    expect_one_problem(paired_profile(R"({"baseline": {"origin": ")" + same + R"("}})"),
+                       {"paired.baseline.origin",
+                        "the target's port on another address of the "
+                        "same machine"});
+  }
   expect_one_problem(paired_profile(R"({"baseline": {"origin": "ftp://x"}})"),
                      {"paired.baseline.origin", "ftp"});
   expect_one_problem(paired_profile(R"({"baseline": {}})"), {"paired.baseline.origin", "required"});

@@ -1,9 +1,16 @@
 #include "profile_sections.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "perfgate/core/checked.h"
 #include "perfgate/core/sequential.h"
@@ -325,9 +332,67 @@ std::pair<std::string, std::string> host_and_port(const std::string& origin) {
   return {rest.substr(0, colon), rest.substr(colon + 1)};
 }
 
-bool loopback_host(const std::string& host) {
-  return host == "localhost" || host.ends_with(".localhost") || host.starts_with("127.") ||
-         host == "[::1]" || host == "0.0.0.0" || host == "[::]";
+// Every address `host` names, as IPv6 (IPv4 mapped): an IP literal in any
+// form the resolver takes (2130706433, 0x7f000001, 0, [::ffff:127.0.0.1]) or
+// a name (LOCALHOST, localhost., this host's own). Empty when it names none.
+std::vector<in6_addr> addresses_of(std::string host) {
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.size() > 1 && host.back() == '.') host.pop_back();  // the root's dot: the same name
+  std::vector<in6_addr> out;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return out;
+  for (auto* a = found; a; a = a->ai_next) {
+    in6_addr six{};
+    if (a->ai_family == AF_INET6) {
+      six = reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr;
+    } else if (a->ai_family == AF_INET) {
+      six.s6_addr[10] = six.s6_addr[11] = 0xff;
+      std::memcpy(&six.s6_addr[12], &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, 4);
+    } else {
+      continue;
+    }
+    out.push_back(six);
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
+
+// This machine, as a server listening on every address sees it: loopback,
+// the unspecified address, or an address of one of its interfaces.
+bool this_machine(const in6_addr& a) {
+  bool mapped = IN6_IS_ADDR_V4MAPPED(&a);
+  if (IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_UNSPECIFIED(&a)) return true;
+  if (mapped && (a.s6_addr[12] == 127 ||
+                 (a.s6_addr[12] | a.s6_addr[13] | a.s6_addr[14] | a.s6_addr[15]) == 0))
+    return true;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool own = false;
+  for (auto* i = list; i && !own; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    if (i->ifa_addr->sa_family == AF_INET && mapped)
+      own = std::memcmp(&reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, &a.s6_addr[12],
+                        4) == 0;
+    if (i->ifa_addr->sa_family == AF_INET6 && !mapped)
+      own =
+          std::memcmp(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, &a, sizeof a) == 0;
+  }
+  ::freeifaddrs(list);
+  return own;
+}
+
+// Whether one server could answer both hosts at one port: they name the same
+// address, or both this machine. Compared by where they lead, not by their
+// spelling (issue 50, item 2).
+bool same_server(const std::string& one, const std::string& other) {
+  auto a = addresses_of(one), b = addresses_of(other);
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if (std::memcmp(&x, &y, sizeof x) == 0 || (this_machine(x) && this_machine(y))) return true;
+  return false;
 }
 
 void check_origin(const Section& b, const std::string& origin, const Profile& p) {
@@ -349,12 +414,11 @@ void check_origin(const Section& b, const std::string& origin, const Profile& p)
   auto [target_host, target_port] = host_and_port(candidate);
   if (url_origin(origin) == candidate)
     b.problem("origin", "is the target's own origin; the baseline build must answer elsewhere");
-  else if (base_port == target_port && loopback_host(base_host) && loopback_host(target_host))
-    b.problem("origin", "is the target's port on another loopback address (" + base_host + " and " +
-                            target_host +
-                            "): a server listening on every local address answers both, and "
-                            "the run would compare it with itself; give the baseline build its "
-                            "own port");
+  else if (base_port == target_port && same_server(base_host, target_host))
+    b.problem("origin", "is the target's port on another address of the same machine (" +
+                            base_host + " and " + target_host +
+                            "): a server listening on every address answers both, and the run "
+                            "would compare it with itself; give the baseline build its own port");
   for (const auto& request : p.requests)
     if (url_origin(request.url) != candidate)
       b.problem("origin",

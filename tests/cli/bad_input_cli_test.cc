@@ -251,6 +251,9 @@ const std::vector<BadCase>& cases() {
        "cost.launches: must be an integer from 2 to 50, got 1"},
       {"cost_count_time_zero", with(R"("repeat")", R"("cost": { "count_time": "0s" }, "repeat")"),
        run_args(), "cost.count_time"},
+      // Issue 50 item 2: the target's server by another spelling of 127.0.0.1.
+      {"paired_origin_decimal_loopback", paired("http://2130706433:DEMO_PORT"), run_args(),
+       "paired.baseline.origin: is the target's port on another address of the same machine"},
       // Issue 50 item 14: found by `validate`, not after the load.
       {"cost_required_watched_service",
        with(R"("repeat")", R"("cost": { "required": true }, "repeat")"), run_args(),
