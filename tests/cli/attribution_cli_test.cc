@@ -2,6 +2,8 @@
 // `./server &` or `docker run -p` would, and a profile without a `service`
 // section. perfgate must find the server by its listening socket.
 #include <fcntl.h>
+#include <sched.h>
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -337,6 +339,28 @@ TEST_F(AttributionCliTest, ProfileWithOnlyProcessNameOrPidFileRunsAgainstAnOutsi
     ASSERT_FALSE(result.is_null()) << key << "\n" << r.err;
     EXPECT_EQ(result["load_machine"]["service"]["pid"], server.pid()) << result["load_machine"];
   }
+}
+
+// Issue 50 item 8: a pid_file naming a process perfgate runs under (here the
+// test, perfgate's parent) was watched and pinned as the service, perfgate's
+// own threads with it. It is refused before any load, and nothing is pinned.
+TEST_F(AttributionCliTest, APidFileNamingAnAncestorOfPerfgateIsRefused) {
+  testing::DemoServerProcess server;
+  auto pid_file = dir_ / "parent.pid";
+  testing::write_file(pid_file, std::to_string(getpid()) + "\n");
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  testing::CommandResult r;
+  run(server.port(),
+      profile_text(kNoSaturation + ",\n  \"service\": {\"pid_file\": \"" + pid_file.string() +
+                   "\"}"),
+      r);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("perfgate itself or a process perfgate runs under"), std::string::npos)
+      << r.err;
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the test process was pinned";
 }
 
 // One busy-looping child per core, killed by its PID at the end.
