@@ -1,6 +1,7 @@
 #include "sqlite_handle.h"
 
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <atomic>
@@ -87,7 +88,16 @@ void set_lock_wait(std::chrono::milliseconds budget) {
 }
 
 void fail(Db db, std::string_view what) {
-  throw Error(db.path.string() + ": " + std::string(what) + " (" + reason(db.handle) + ")");
+  std::string why = reason(db.handle);
+  // On a read-only mount SQLite cannot make its journal and says "unable to
+  // open database file: No such file or directory" (issue 50, item 15).
+  int primary = sqlite3_errcode(db.handle) & 0xff;
+  struct statvfs mount {};
+  auto folder = db.path.has_parent_path() ? db.path.parent_path() : std::filesystem::path(".");
+  if ((primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR) &&
+      ::statvfs(folder.c_str(), &mount) == 0 && (mount.f_flag & ST_RDONLY))
+    why = "its file system is mounted read-only: " + why;
+  throw Error(db.path.string() + ": " + std::string(what) + " (" + why + ")");
 }
 
 std::string reason(sqlite3* handle) {

@@ -2,6 +2,7 @@
 // moments, many writers at once, and the `store` maintenance commands.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "perfgate/store/baseline_store.h"
+#include "support/run_record_builder.h"
 #include "support/test_support.h"
 
 extern char** environ;
@@ -292,6 +294,27 @@ TEST_F(StoreCliTest, MissingStoreIsAnErrorAndNotCreated) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("no such store"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(missing));
+}
+
+// Issue 50 item 15: `store delete` of a store on a read-only mount said "No
+// such file or directory". It says the mount is read-only; the store is kept.
+TEST(StoreReadOnlyMountCliTest, AWriteToAStoreOnAReadOnlyMountSaysSo) {
+  testing::TempDir dir;
+  auto mount_point = dir / "ro";
+  fs::create_directory(mount_point);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=4m") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)";
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{mount_point};
+  auto store = mount_point / "perfgate.db";
+  BaselineStore::open(store).record(testing::synthetic_run(1, 1000, 5));
+  ASSERT_EQ(::mount(nullptr, mount_point.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0);
+  auto r = testing::run_command(
+      {testing::perfgate_binary(), "store", "delete", "1", "--store", store.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("its file system is mounted read-only"), std::string::npos) << r.err;
 }
 
 }  // namespace
