@@ -11,9 +11,11 @@ EnvLookup no_env() {
   return [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
 }
 
+// A profile whose service perfgate starts (what a count needs), with `cost`.
 Profile parse(const std::string& cost) {
-  std::string text = R"({ "name": "c", "target": { "url": "http://127.0.0.1:8080/" })" +
-                     (cost.empty() ? "" : ", \"cost\": " + cost) + "}";
+  std::string text =
+      R"({ "name": "c", "target": { "url": "http://127.0.0.1:8080/" }, "service": { "command": ["./server"] })" +
+      (cost.empty() ? "" : ", \"cost\": " + cost) + "}";
   return parse_profile(text, "p.json", no_env());
 }
 
@@ -63,6 +65,23 @@ TEST(CostProfileTest, OnWithTightDefaultLimits) {
   auto own = parse(R"({ "max_launches": 10, "budget": "2m" })");
   EXPECT_EQ(own.cost.max_launches, 10);
   EXPECT_EQ(own.cost.budget, std::chrono::minutes(2));
+}
+
+// Issue 50 item 14: a count that must run cannot run on a watched service:
+// said by the profile, before any load.
+TEST(CostProfileTest, ARequiredCountNeedsAServicePerfgateStarts) {
+  try {
+    parse_profile(R"({ "name": "c", "target": { "url": "http://127.0.0.1:8080/" },
+                       "service": { "pid_file": "/run/app.pid" },
+                       "cost": { "required": true } })",
+                  "p.json", no_env());
+    FAIL() << "accepted";
+  } catch (const ProfileError& e) {
+    ASSERT_FALSE(e.lines().empty());
+    EXPECT_NE(e.lines().front().find("cost: required: true needs a service perfgate starts"),
+              std::string::npos)
+        << e.lines().front();
+  }
 }
 
 TEST(CostProfileTest, TheProfilesOwnLimitsWin) {
