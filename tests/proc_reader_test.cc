@@ -83,6 +83,10 @@ TEST(ProcReaderTest, ThreadsOfSelfWithCommAndTicks) {
 TEST(ProcReaderTest, ProcessTreeFollowsParents) {
   ProcReader proc(fixture("debian-vm/t0"));
   EXPECT_EQ(proc.process_tree(200), (std::vector<pid_t>{200, 201}));
+  // Issue 50 item 8: perfgate under a service that is its ancestor is not the
+  // service's: its subtree is left out.
+  EXPECT_EQ(proc.process_tree(200, 201), (std::vector<pid_t>{200}));
+  EXPECT_EQ(proc.process_tree(200, 999), (std::vector<pid_t>{200, 201}));
   EXPECT_EQ(proc.find_process("demo-worker"), 201);
   EXPECT_EQ(proc.rss_kib("200"), 10000u);
   EXPECT_FALSE(proc.rss_kib("300"));  // no VmRSS line, as for a kernel thread

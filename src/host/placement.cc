@@ -1,5 +1,7 @@
 #include "perfgate/host/placement.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "perfgate/core/error.h"
@@ -128,7 +130,7 @@ PinnedTrees::PinnedTrees(const ProcReader& proc, const std::vector<pid_t>& roots
                          const CpuList& cpus) {
   if (cpus.empty()) return;
   for (pid_t root : roots)
-    for (pid_t pid : proc.process_tree(root))
+    for (pid_t pid : proc.process_tree(root, getpid()))  // never perfgate's own threads
       for (const auto& thread : proc.threads(std::to_string(pid))) {
         CpuList before = task_cpus(thread.pid);
         if (!before.empty() && set_task_cpus(thread.pid, cpus))

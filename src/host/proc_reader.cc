@@ -321,13 +321,14 @@ std::vector<ProcStat> ProcReader::processes() const {
   return out;
 }
 
-std::vector<pid_t> ProcReader::process_tree(pid_t pid) const {
+std::vector<pid_t> ProcReader::process_tree(pid_t pid, pid_t except) const {
   auto all = processes();
   std::vector<pid_t> tree = {pid};
   // Breadth first over the parent links; each PID joins once, so this ends.
   for (size_t i = 0; i < tree.size(); ++i)
     for (const auto& p : all)
-      if (p.ppid == tree[i] && std::find(tree.begin(), tree.end(), p.pid) == tree.end())
+      if (p.ppid == tree[i] && p.pid != except &&
+          std::find(tree.begin(), tree.end(), p.pid) == tree.end())
         tree.push_back(p.pid);
   return tree;
 }

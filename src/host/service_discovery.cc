@@ -425,17 +425,14 @@ ServiceSearch find_service(const ProcReader& proc, const CgroupReader& cgroups,
   std::string self_cgroup = cgroup_of(proc, q.self).value_or("");
   // A process found, with its cgroup when that cgroup is the service's alone.
   auto attribute = [&](std::vector<pid_t> roots, std::string how, bool whole_cgroup) {
-    // perfgate itself, or a process it runs under (a pid_file naming PID 1 of
-    // a container): watched and pinned as the service, perfgate's own threads
-    // were pinned with it, and stayed so after a SIGKILL (issue 50, item 8).
-    for (pid_t root : roots) {
-      auto tree = q.self > 0 ? proc.process_tree(root) : std::vector<pid_t>{};
-      if (std::find(tree.begin(), tree.end(), q.self) != tree.end())
-        throw Error("the service " + how + " is PID " + std::to_string(root) + " (" +
-                    comm_of(proc, root) +
-                    "), perfgate itself or a process perfgate runs under: it cannot be the "
-                    "service under test");
-    }
+    // perfgate itself cannot be the service. A process it runs under can (a
+    // test harness serving in-process), but its tree is the service's without
+    // perfgate (ProcReader::process_tree's `except`): a pid_file naming PID 1
+    // of a container pinned perfgate's own threads with it (issue 50, item 8).
+    for (pid_t root : roots)
+      if (q.self > 0 && root == q.self)
+        throw Error("the service " + how + " is PID " + std::to_string(root) +
+                    ", perfgate itself: it cannot be the service under test");
     AttributedService s = out.service.value_or(AttributedService{});
     s.pid = roots.empty() ? 0 : roots.front();
     s.name = comm_of(proc, s.pid);

@@ -159,8 +159,10 @@ TEST_F(YoungStoreCliTest, CalibrateIfNeededRunsOnceADayUntilThePoolHoldsThreeDay
 // Issue 50 item 13: a calibration whose runs were all saturated counted as
 // today's, and --if-needed did nothing until the next day.
 TEST_F(YoungStoreCliTest, ASaturatedCalibrationIsNotTodaysCalibration) {
-  std::string busy = kProfile;  // the same hash: saturation is not in it
-  busy.replace(busy.find(R"("generator_cpu": "100%")"), 23, R"("generator_cpu": "0%")");
+  // The same hash (saturation is not in it), saturated in every window: no
+  // machine has 100 % of its memory available.
+  std::string busy = kProfile;
+  busy.replace(busy.find(R"("memory_available": "0%")"), 24, R"("memory_available": "100%")");
   testing::write_file(profile_, busy);
   perfgate("calibrate", {"--runs", "2", "--if-needed", "--commit", "aaa"});
   testing::write_file(profile_, kProfile);

@@ -119,7 +119,9 @@ class ProcReader {
   std::vector<std::pair<pid_t, Schedstat>> task_schedstats(std::string_view pid) const;
   std::optional<uint64_t> rss_kib(std::string_view pid) const;
   /// `pid` and its descendants (children found by their ppid), `pid` first.
-  std::vector<pid_t> process_tree(pid_t pid) const;
+  /// ... without `except` and its own descendants (perfgate, under a
+  /// service that is its ancestor: its threads are not the service's).
+  std::vector<pid_t> process_tree(pid_t pid, pid_t except = 0) const;
   /// The first process whose comm is `name`; the lowest PID wins.
   std::optional<pid_t> find_process(std::string_view name) const;
   /// Every process of the host.
