@@ -7,12 +7,14 @@
 #include <fstream>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
 #include "packed_text.h"
 #include "perfgate/core/error.h"
 #include "perfgate/store/baseline_store.h"
+#include "run_details.h"
 
 namespace perfgate::store_schema {
 namespace fs = std::filesystem;
@@ -164,14 +166,62 @@ void migrate_v7_to_v8(Db db) {
   )sql");
 }
 
+// Host samples packed again with their preset dictionary, as record() packs
+// them now: the room they give back is about what the figures take.
+void repack_samples(Db db) {
+  std::vector<int64_t> ids;
+  for (Statement read(db, "SELECT run_id FROM run_samples WHERE substr(packed, 1, 1) = x'7a'");
+       read.step();)
+    ids.push_back(read.int64(0));
+  Statement read(db, "SELECT packed FROM run_samples WHERE run_id = ?");
+  Statement write(db, "UPDATE run_samples SET packed = ? WHERE run_id = ?");
+  for (int64_t id : ids) {
+    read.bind_all(id);
+    if (!read.step()) continue;
+    try {
+      auto text = packed_text::unpack(read.blob(0), "host samples");
+      auto packed = packed_text::pack(text, packed_text::Dictionary::kHostSamples);
+      write.bind_all(Blob{packed}, id).run();
+      write.reset();
+    } catch (const Error&) {
+      // damaged: kept as it is, for `store check` to name
+    }
+    read.reset();
+  }
+}
+
+// v9: the figures a run is judged and charted by (run_figures.h), computed once
+// from its details and kept in its row: history, compare, baseline selection,
+// change points and the report read them instead of parsing every run's
+// histograms and host samples on every call (issue 52). A run whose details do
+// not read keeps NULL, and is read as before (its damage reported where it is
+// read, and `store check` and `store delete` still open the store).
+void migrate_v8_to_v9(Db db) {
+  exec(db, R"sql(
+    ALTER TABLE runs ADD COLUMN figures BLOB;
+    ALTER TABLE runs ADD COLUMN shared_cpu_pct REAL;
+  )sql");
+  std::vector<int64_t> ids;  // first: rows are not updated under a running SELECT
+  for (Statement read(db, "SELECT id FROM runs"); read.step();) ids.push_back(read.int64(0));
+  run_details::FigureWriter figures(db);
+  for (int64_t id : ids) {
+    try {
+      figures.write(id);
+    } catch (const Error&) {
+      // damaged: left for `store check` to name
+    }
+  }
+  repack_samples(db);
+}
+
 using Migration = void (*)(Db);
 
 // migrations()[n] takes a store from schema n to n + 1. A new schema appends a
 // step here and bumps BaselineStore::kSchemaVersion; old steps never change.
 std::span<const Migration> migrations() {
-  static constexpr std::array<Migration, 8> kSteps = {
-      create_schema_v1, migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4,
-      migrate_v4_to_v5, migrate_v5_to_v6, migrate_v6_to_v7, migrate_v7_to_v8};
+  static constexpr std::array<Migration, 9> kSteps = {
+      create_schema_v1, migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4, migrate_v4_to_v5,
+      migrate_v5_to_v6, migrate_v6_to_v7, migrate_v7_to_v8, migrate_v8_to_v9};
   static_assert(kSteps.size() == BaselineStore::kSchemaVersion);
   return kSteps;
 }

@@ -44,7 +44,7 @@ class StoreMigrationCliTest : public ::testing::Test {
 TEST_F(StoreMigrationCliTest, Schema4StoreMigratesAndEveryRunJudgesAndExportsAsBefore) {
   auto migrated = perfgate({"store", "migrate"});
   ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
-  EXPECT_NE(migrated.out.find("schema 4 to 8, 6 runs"), std::string::npos) << migrated.out;
+  EXPECT_NE(migrated.out.find("schema 4 to 9, 6 runs"), std::string::npos) << migrated.out;
   EXPECT_EQ(BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).schema_version(),
             BaselineStore::kSchemaVersion);
   // The exit codes `compare` gives: pass, warn (rejected), warn (accepted), pass
