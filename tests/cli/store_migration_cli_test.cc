@@ -139,7 +139,7 @@ TEST_F(StoreMigrationCliTest, AReaderOfAWritableOldStoreNamesTheUpgradeNotReadOn
   auto before = read_file(store_);
   auto history = perfgate({"history"});
   EXPECT_EQ(history.exit_code, 3);
-  EXPECT_NE(history.err.find("has schema version 4, not this perfgate's 8; this command only "
+  EXPECT_NE(history.err.find("has schema version 4, not this perfgate's 9; this command only "
                              "reads: upgrade it once with perfgate store migrate --store"),
             std::string::npos)
       << history.err;
