@@ -4,10 +4,13 @@
 # exports it, makes N copies of it that differ only in commit, pipeline,
 # branch and date, imports them into a fresh store and reports:
 #   bytes a run, `store import` wall time and peak RSS, the wall and CPU
-#   (user + sys) times (process start included, median of several calls) of
-#   `compare` (which selects the run's baselines), `history --limit 20` and
-#   `report --html` (the whole history), and the time baseline selection itself
-#   takes (select_baseline(), as a `run` calls it before its load).
+#   (user + sys) times and peak RSS (process start included, median of several
+#   calls) of `compare` (which selects the run's baselines), `history --limit 20`
+#   and `report --html` (the whole history), the time baseline selection itself
+#   takes (select_baseline(), as a `run` calls it before its load), how long
+#   `store migrate` takes to bring the same store from schema 8 (before stored
+#   figures) to today's, and the host's steal and the CPU of processes outside
+#   the bench over the queries (bench/row_load.sh).
 #
 #   bench/store_scale.sh                      # 10,000 runs
 #   bench/store_scale.sh -n 100000            # 100,000 runs
@@ -18,6 +21,29 @@
 # windows but not its raw samples, as `perfgate run` stores such a run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# What else the machine did over a row's queries. load_now: "total idle steal"
+# jiffies now (/proc/stat's cpu line). count_ours, at the end of each subshell
+# that ran queries: its finished children's CPU (user + sys, bash's `times`,
+# which counts processes that have exited, where a sum over /proc misses them)
+# added to ours.txt (emptied with the first reading). row_share prints
+# "steal% others%" since the first reading.
+load_now() {
+  awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6, $9 }' /proc/stat
+}
+count_ours() {
+  times >"$work/times.txt"  # not in a pipe: a subshell there has no children
+  tail -1 "$work/times.txt" | awk 'function s(x, a) { sub(/s$/, "", x); split(x, a, "m");
+    return a[1] * 60 + a[2] } { printf "%d\n", (s($1) + s($2)) * 100 }' >>"$work/ours.txt"
+}
+row_share() {
+  local t0=$1 i0=$2 s0=$3 t1 i1 s1 ours
+  read -r t1 i1 s1 < <(load_now)
+  ours=$(awk '{ o += $1 } END { print o + 0 }' "$work/ours.txt")
+  awk -v t="$((t1 - t0))" -v i="$((i1 - i0))" -v s="$((s1 - s0))" -v o="$ours" \
+    'BEGIN { others = (t - i - s - o) / t * 100; if (others < 0) others = 0;
+             printf "%.1f %.1f\n", 100 * s / t, others }'
+}
 
 perfgate=${PERFGATE:-build/perfgate}
 sizes=()
@@ -94,17 +120,20 @@ PY
 }
 
 # Median wall time and median CPU time (user + sys) in ms of a command, process
-# start included, as "WALL CPU": on a shared machine the CPU time is the steadier figure.
+# start included, and its median peak RSS in MiB, as "WALL CPU MIB": on a shared
+# machine the CPU time is the steadier figure.
 median_ms() {
-  local walls=() cpus=()
+  local walls=() cpus=() rss=() mid=$(((repeats + 1) / 2))
   for ((i = 0; i < repeats; ++i)); do
-    /usr/bin/time -f "%e %U %S" -o "$work/time.txt" "$@" >/dev/null 2>&1 || true
-    read -r wall user sys <"$work/time.txt" < <(tail -1 "$work/time.txt")
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time.txt" "$@" >/dev/null 2>&1 || true
+    read -r wall user sys kib < <(tail -1 "$work/time.txt")
     walls+=("$(awk -v w="$wall" 'BEGIN { printf "%d", w * 1000 }')")
     cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%d", (u + s) * 1000 }')")
+    rss+=("$(awk -v k="$kib" 'BEGIN { printf "%.1f", k / 1024 }')")
   done
-  local mid=$(((repeats + 1) / 2))
-  echo "$(printf '%s\n' "${walls[@]}" | sort -n | sed -n "${mid}p") $(printf '%s\n' "${cpus[@]}" | sort -n | sed -n "${mid}p")"
+  pick() { printf '%s\n' "$@" | sort -n | sed -n "${mid}p"; }
+  count_ours
+  echo "$(pick "${walls[@]}") $(pick "${cpus[@]}") $(pick "${rss[@]}")"
 }
 
 # Median time select_baseline() took inside `compare` (its debug line): the same
@@ -114,6 +143,7 @@ select_ms() {
   for ((i = 0; i < repeats; ++i)); do
     took+=("$("$@" --log-level debug 2>&1 >/dev/null | sed -n 's/.*baseline selected in \([0-9.]*\) ms.*/\1/p' | head -1)")
   done
+  count_ours
   printf '%s\n' "${took[@]}" | sort -n | sed -n "$(((repeats + 1) / 2))p"
 }
 
@@ -132,19 +162,34 @@ for n in "${sizes[@]}"; do
   bytes=$(stat -c %s "$db")
   last=$("$perfgate" history --store "$db" --limit 1 --json | python3 -c \
     'import json,sys; print(json.load(sys.stdin)[0]["run_id"])')
-  read -r compare_ms compare_cpu < <(median_ms "$perfgate" compare "$last" --store "$db")
+  : >"$work/ours.txt"
+  read -r t0 i0 s0 < <(load_now)
+  read -r compare_ms compare_cpu compare_mib < <(median_ms "$perfgate" compare "$last" --store "$db")
   select=$(select_ms "$perfgate" compare "$last" --store "$db")
-  read -r history_ms history_cpu < <(median_ms "$perfgate" history --store "$db" --limit 20)
-  read -r report_ms report_cpu < <(median_ms "$perfgate" report --store "$db" --html "$work/report.html")
+  read -r history_ms history_cpu history_mib < <(median_ms "$perfgate" history --store "$db" --limit 20)
+  read -r report_ms report_cpu report_mib < <(median_ms "$perfgate" report --store "$db" --html "$work/report.html")
+  read -r steal others < <(row_share "$t0" "$i0" "$s0")
   report_kib=$(($(stat -c %s "$work/report.html") / 1024))
-  rows+=("$(printf '%8d %9d %6d %8s %6d %11s %7s %11s %11s %7d' "$n" "$bytes" $((bytes / n)) \
-    "$wall" $((rss_kib / 1024)) "$compare_ms/$compare_cpu" "${select:--}" \
-    "$history_ms/$history_cpu" "$report_ms/$report_cpu" "$report_kib")")
+  # The same store as schema 8 left it (no stored figures), brought up to date:
+  # what the first command of a new perfgate does to an old store once.
+  migrate_s=-
+  if [[ -z ${NO_MIGRATE:-} ]]; then
+    cp "$db" "$work/old.db"
+    sqlite3 "$work/old.db" "ALTER TABLE runs DROP COLUMN figures; ALTER TABLE runs DROP COLUMN
+      shared_cpu_pct; PRAGMA user_version = 8;" >/dev/null
+    /usr/bin/time -f "%e" -o "$work/migrate.time" "$perfgate" store migrate --store "$work/old.db" \
+      >/dev/null
+    migrate_s=$(tail -1 "$work/migrate.time")
+    rm -f "$work/old.db"*
+  fi
+  rows+=("$(printf '| %s | %s | %s | %s / %s MiB | %s / %s ms, %s MiB | %s ms | %s / %s ms, %s MiB | %s / %s ms, %s MiB (%s KiB) | %s s | %s %% | %s %% |' \
+    "$n" "$bytes" $((bytes / n)) "$wall" $((rss_kib / 1024)) \
+    "$compare_ms" "$compare_cpu" "$compare_mib" "${select:--}" \
+    "$history_ms" "$history_cpu" "$history_mib" "$report_ms" "$report_cpu" "$report_mib" \
+    "$report_kib" "$migrate_s" "$steal" "$others")")
 done
 
 echo
-printf '%8s %9s %6s %8s %6s %11s %7s %11s %11s %7s\n' runs bytes B/run import import \
-  compare select history report report
-printf '%8s %9s %6s %8s %6s %11s %7s %11s %11s %7s\n' "" "" "" wall "MiB" "ms wall/cpu" ms \
-  "ms wall/cpu" "ms wall/cpu" KiB
+echo "| runs | bytes | B/run | import wall / peak RSS | compare wall / CPU, peak RSS | select | history --limit 20 wall / CPU, peak RSS | report --html wall / CPU, peak RSS | migrate from 8 | steal | others' CPU |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"

@@ -650,6 +650,7 @@ TEST(BaselineStore, MigratingToVersion7TakesWarnedRunsOutOfTheBaselines) {
   // As schema 6 kept them: every warned run eligible, and no regressed column.
   sqlite_exec(path,
               "UPDATE runs SET eligible = 1; ALTER TABLE runs DROP COLUMN regressed; "
+              "ALTER TABLE runs DROP COLUMN figures; ALTER TABLE runs DROP COLUMN shared_cpu_pct; "
               "PRAGMA user_version = 6");
   auto store = BaselineStore::open(path);
   EXPECT_EQ(store.schema_version(), BaselineStore::kSchemaVersion);

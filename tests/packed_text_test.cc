@@ -70,5 +70,34 @@ TEST(PackedText, ADeclaredLengthPastWhatCouldBeThereIsRefusedUnallocated) {
   }
 }
 
+// Host samples are packed with a preset dictionary of their names (issue 52):
+// exact, smaller than without it, and damage is still named.
+TEST(PackedText, HostSamplesWithTheirDictionaryRoundTripSmaller) {
+  std::string windows;
+  for (int i = 0; i < 3; ++i)
+    windows += std::string(i ? "," : "") + R"({"cpu_pressure_pct":97.97409345180911,)" +
+               R"("foreign_cpu_max_pct":81.8692105882353,"host_cpu_max_pct":100.0,"iteration":)" +
+               std::to_string(i) + R"(,"samples":4,"service_cpu_s":0.236826931,)" +
+               R"("shared_cpu_pct":0.0,"steal_max_pct":0.0,"tcp_retrans":0})";
+  std::string doc = R"({"samples":[],"samples_total":14,"version":1,"windows":[)" + windows + "]}";
+  auto with = packed_text::pack(doc, packed_text::Dictionary::kHostSamples);
+  EXPECT_EQ(packed_text::unpack(with, "test"), doc);
+  EXPECT_LT(with.size(), packed_text::pack(doc).size());
+  EXPECT_EQ(packed_text::unpack(packed_text::pack("", packed_text::Dictionary::kHostSamples), "t"),
+            "");
+  std::string other_dictionary = with;
+  other_dictionary[1] = 9;
+  std::vector<std::string> damaged{other_dictionary, with.substr(0, with.size() - 3),
+                                   with.substr(0, 4)};
+  for (const auto& bad : damaged) {
+    try {
+      packed_text::unpack(bad, "run 7 samples");
+      ADD_FAILURE() << "accepted damaged bytes";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("run 7 samples"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perfgate

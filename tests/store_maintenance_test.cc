@@ -59,25 +59,28 @@ TEST(StoreMaintenance, CleanStorePassesCheck) {
 TEST(StoreMaintenance, CheckFindsBrokenInvariants) {
   TempDir dir;
   auto store = BaselineStore::open(dir / "perfgate.db");
-  for (int i = 0; i < 4; ++i) store.record(consistent_run());
+  for (int i = 0; i < 5; ++i) store.record(consistent_run());
   raw_exec(store, "UPDATE runs SET eligible = 0 WHERE id = 1");
   raw_exec(store, "UPDATE iterations SET responses = 7 WHERE run_id = 2 AND idx = 1");
   raw_exec(store, "UPDATE iterations SET idx = 5 WHERE run_id = 3 AND idx = 2");
   raw_exec(store, "UPDATE iterations SET latency = x'00' WHERE run_id = 4 AND idx = 0");
+  raw_exec(store, "UPDATE runs SET shared_cpu_pct = 50 WHERE id = 5");
   raw_exec(store,
            "INSERT INTO runs SELECT 9, created_at, profile_name, profile_hash, "
            "profile_json, commit_sha, branch, baseline_branch, pipeline_id, ci_provider, "
            "host_key, host_json, engine, threads, connections, verdict, saturated, "
            "saturation_json, status, eligible, kind, review, review_reason, review_by, review_at, "
-           "pair, profile_ref, host_ref, cost_json, regressed FROM runs WHERE id = 4");
+           "pair, profile_ref, host_ref, cost_json, regressed, figures, shared_cpu_pct FROM runs "
+           "WHERE id = 4");
   auto problems = check_store(store);
-  ASSERT_EQ(problems.size(), 5u) << ::testing::PrintToString(problems);
+  ASSERT_EQ(problems.size(), 6u) << ::testing::PrintToString(problems);
   EXPECT_NE(problems[0].find("run 2 iteration 1: histogram holds 50 values for 7"),
             std::string::npos);
   EXPECT_NE(problems[1].find("run 3: iteration 5 where 2 was expected"), std::string::npos);
   EXPECT_NE(problems[2].find("run 4 iteration 0: histogram unreadable"), std::string::npos);
   EXPECT_NE(problems[3].find("run 1: eligible flag disagrees"), std::string::npos);
-  EXPECT_NE(problems[4].find("run 9: no iterations"), std::string::npos);
+  EXPECT_NE(problems[4].find("run 5: stored figures disagree"), std::string::npos);
+  EXPECT_NE(problems[5].find("run 9: no iterations"), std::string::npos);
 }
 
 TEST(StoreMaintenance, ExportImportRoundTripSkipsDuplicates) {

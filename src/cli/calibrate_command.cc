@@ -99,7 +99,7 @@ std::vector<std::vector<RunFigures>> earlier_days(BaselineStore& store, const Pr
       continue;
     auto day = header.created_at.substr(0, 10);
     if (days.size() >= 10 && !days.count(day)) continue;
-    if (auto run = store.run(header.id)) days[day].push_back(stored_run_figures(*run));
+    days[day].push_back(run_figures_of(header));
   }
   days.erase(today);
   std::vector<std::vector<RunFigures>> out;

@@ -70,12 +70,15 @@ std::vector<RunRecord> series_rows(BaselineStore& store, const ReportOptions& op
   std::optional<std::pair<std::string, std::string>> series;  // name, hash
   // The branch's own newest run picks the series: the store's newest, of
   // another hash on another branch, left none to draw (issue 41, item 6).
-  store.each_run(opt.profile, opt.branch, opt.limit, [&](RunRecord&& run) {
-    if (!series) series.emplace(run.profile_name, run.profile_hash);
-    if (run.profile_name != series->first || run.profile_hash != series->second) return;
-    if (!rows.empty()) run.profile_json = std::string();
-    rows.push_back(std::move(run));
-  });
+  store.each_run(
+      opt.profile, opt.branch, opt.limit,
+      [&](RunRecord&& run) {
+        if (!series) series.emplace(run.profile_name, run.profile_hash);
+        if (run.profile_name != series->first || run.profile_hash != series->second) return;
+        if (!rows.empty()) run.profile_json = std::string();
+        rows.push_back(std::move(run));
+      },
+      BaselineStore::Depth::kListing);
   if (!series)
     throw Error(store.path().string() + ": no runs" +
                 (opt.profile.empty() ? "" : " of profile \"" + opt.profile + "\"") +
@@ -84,14 +87,14 @@ std::vector<RunRecord> series_rows(BaselineStore& store, const ReportOptions& op
   return rows;
 }
 
-// The whole history, drawn from a sample of it when long: the sampled runs'
-// iterations alone are read (chart_sample.h).
+// The whole history, drawn from a sample of it when long (chart_sample.h),
+// from the figures stored in the runs' rows: no iterations are read.
 HtmlReportInput report_input(BaselineStore& store, const ReportOptions& opt) {
   auto rows = series_rows(store, opt);
   auto picked = chart_sample(rows, kChartedRuns, baseline_index(rows));
   std::vector<RunRecord> runs;
   for (size_t i : picked) runs.push_back(std::move(rows[i]));
-  store.load_details(runs);
+  store.load_figures(runs);
   HtmlReportInput in = html_input(runs);
   for (size_t k = 0; k < picked.size() && rows.size() > runs.size(); ++k)
     in.runs[k].position = picked[k];

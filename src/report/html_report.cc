@@ -322,7 +322,7 @@ RunPoint run_point(const RunRecord& run) {
                  run.ci.branch,
                  run.verdict,
                  run.saturation,
-                 stored_run_figures(run).summary,
+                 run_figures_of(run).summary,
                  std::nullopt};
   // A counted run's figure per cost metric: the median of its launches.
   for (const MetricDef& def : cost_metric_defs()) {

@@ -85,14 +85,6 @@ std::vector<RunRecord> measured_history(BaselineStore& store, const BaselineQuer
   return out;
 }
 
-// The same runs with their iterations and samples.
-std::vector<RunRecord> loaded(BaselineStore& store, const std::vector<RunRecord>& listed) {
-  std::vector<RunRecord> out;
-  for (const auto& run : listed)
-    if (auto full = store.run(run.id)) out.push_back(std::move(*full));
-  return out;
-}
-
 // Runs of one commit ran the same code: their spread is the machine's alone. A
 // run without a commit can only be grouped with its branch's, which may mix
 // code changes into the spread (so the pool errs wide, never narrow).
@@ -108,21 +100,20 @@ std::string day_of(const RunRecord& run) {
 // The noise pool `baseline` is judged with: the measured history less the
 // baseline's own runs, which in the pool too would count their variance twice,
 // once there and once in the window's own spread.
-std::map<std::string, RunNoise, std::less<>> pool_beside(BaselineStore& store,
-                                                         std::vector<RunRecord> history,
+std::map<std::string, RunNoise, std::less<>> pool_beside(std::vector<RunRecord> history,
                                                          const Baseline& baseline) {
   std::erase_if(history, [&](const RunRecord& run) {
     return std::find(baseline.run_ids.begin(), baseline.run_ids.end(), run.id) !=
            baseline.run_ids.end();
   });
-  return pooled_noise(loaded(store, history));
+  return pooled_noise(history);
 }
 
 // --baseline-run: that run alone, judged with the pool of the others.
 BaselineSelection pinned_selection(BaselineStore& store, const BaselineQuery& query, int64_t id) {
   BaselineSelection s;
   s.baseline = pinned_baseline(store, query, id, s.notes);
-  s.baseline->sample.run_noise = pool_beside(store, measured_history(store, query), *s.baseline);
+  s.baseline->sample.run_noise = pool_beside(measured_history(store, query), *s.baseline);
   return s;
 }
 
@@ -173,7 +164,7 @@ std::map<std::string, std::vector<double>, std::less<>> figures_of(
     const std::vector<RunRecord>& runs) {
   std::map<std::string, std::vector<double>, std::less<>> out;
   for (const auto& run : runs) {
-    auto figures = stored_run_figures(run);
+    auto figures = run_figures_of(run);
     for (const auto& [key, value] : figures.summary)
       if (!figures.values.at(key).empty()) out[key].push_back(value);
   }
@@ -202,7 +193,7 @@ std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunR
            std::map<std::string, std::vector<double>, std::less<>>>
       by_group;
   for (const auto& run : history) {
-    auto figures = stored_run_figures(run);
+    auto figures = run_figures_of(run);
     for (const auto& [key, value] : figures.summary)
       if (!figures.values.at(key).empty())
         by_group[{day_of(run), code_of(run)}][key].push_back(value);
@@ -224,13 +215,7 @@ std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunR
 
 std::map<std::string, RunNoise, std::less<>> store_noise_pool(BaselineStore& store,
                                                               const BaselineQuery& query) {
-  return pooled_noise(loaded(store, measured_history(store, query)));
-}
-
-RunFigures stored_run_figures(const RunRecord& run, int block) {
-  std::vector<std::optional<double>> cpu(run.service_cpu_s.begin(), run.service_cpu_s.end());
-  if (cpu.empty()) cpu = service_cpu_by_iteration(run.host_samples_json, run.iterations.size());
-  return per_launch_figures(run.iterations, cpu, block);
+  return pooled_noise(measured_history(store, query));
 }
 
 CostBaseline cost_baseline(BaselineStore& store, const Baseline& baseline, const std::string& key) {
@@ -270,26 +255,13 @@ CountNoisePool stored_count_noise(BaselineStore& store, const std::string& profi
   return pooled_count_noise(runs);
 }
 
-std::optional<double> stored_shared_cpu_pct(const RunRecord& run) {
-  auto shares = shared_cpu_by_iteration(run.host_samples_json, run.iterations.size());
-  double weighted = 0;
-  int samples = 0;
-  for (size_t i = 0; i < shares.size(); ++i) {
-    if (!shares[i] || run.iterations[i].discarded) continue;
-    weighted += shares[i]->shared_cpu_pct * shares[i]->samples;
-    samples += shares[i]->samples;
-  }
-  if (samples == 0) return std::nullopt;
-  return placing_share(weighted / samples, samples);
-}
-
 Baseline pool_runs(const std::vector<RunRecord>& runs) {
   Baseline b;
   std::map<std::string, std::set<std::string>, std::less<>> days;  // metric -> its runs' days
   for (const auto& run : runs) {
     b.run_ids.push_back(run.id);
     b.commits.push_back(run.ci.commit);
-    auto figures = stored_run_figures(run);
+    auto figures = run_figures_of(run);
     for (const auto& [key, values] : figures.values) {
       if (values.empty()) continue;
       auto& pooled = b.sample.pooled.values[key];
@@ -318,27 +290,24 @@ std::string placement_text(double shared_cpu_pct) {
 }
 
 // The runs of the judged run's placement class (or of none known), newest
-// first, at most `limit`, their details loaded (the class is in their
-// samples). Says what was left out of the newest `window`, or, when nothing
-// of its class is left, why the run cannot be compared (s.incomparable).
-std::vector<RunRecord> same_placement(BaselineStore& store, std::vector<RunRecord> runs,
-                                      const BaselinePolicy& policy, size_t window, size_t limit,
-                                      BaselineSelection& s) {
+// first, at most `limit` (each run's class is read with its stored figures).
+// Says what was left out of the newest `window`, or, when nothing of its class
+// is left, why the run cannot be compared (s.incomparable).
+std::vector<RunRecord> same_placement(std::vector<RunRecord> runs, const BaselinePolicy& policy,
+                                      size_t window, size_t limit, BaselineSelection& s) {
   std::vector<RunRecord> kept;
   size_t looked = 0, left_out = 0;
   std::string other;
   for (auto& run : runs) {
     if (kept.size() >= limit) break;
-    std::vector<RunRecord> one{std::move(run)};
-    store.load_details(one);
-    auto pct = stored_shared_cpu_pct(one.front());
+    auto pct = stored_shared_cpu_pct(run);
     bool differs = pct && placement_class(*pct) != policy.placement_class;
     if (differs && looked < window) {
       ++left_out;
       other = placement_class(*pct);
     }
     ++looked;
-    if (!differs) kept.push_back(std::move(one.front()));
+    if (!differs) kept.push_back(std::move(run));
   }
   std::string mine = "this run's load and service shared a CPU in " +
                      placement_text(policy.shared_cpu_pct) + " (" + policy.placement_class + ")";
@@ -408,7 +377,7 @@ Level held_level(const std::vector<RunRecord>& runs, const std::vector<RunChange
   return {since, bound - since};
 }
 
-// The baseline's level among `runs` (newest first, details loaded): the runs
+// The baseline's level among `runs` (newest first, their figures read): the runs
 // before the oldest regressing change point of a gated metric (held_level);
 // else the runs since the newest change point, when it lies among the newest
 // `window` and leaves at least a minimum segment; else all of `runs`. Says
@@ -480,7 +449,7 @@ std::vector<RunRecord> main_history(const std::vector<RunRecord>& runs, const Ru
 std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& history,
                                                   const std::vector<std::string>& metrics) {
   std::vector<std::map<std::string, double, std::less<>>> figures;
-  for (const auto& run : history) figures.push_back(stored_run_figures(run).summary);
+  for (const auto& run : history) figures.push_back(run_figures_of(run).summary);
   std::vector<RunChangePoint> out;
   if (history.empty()) return out;
   ThresholdSet limits = stored_thresholds(history.back());
@@ -508,10 +477,8 @@ std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& 
 }
 
 std::vector<RunRecord> searched_history(BaselineStore& store, const RunRecord& newest) {
-  auto history = main_history(
-      store.runs(newest.profile_name, history_branch(newest), kChangePointRuns), newest);
-  store.load_details(history);
-  return history;
+  return main_history(store.runs(newest.profile_name, history_branch(newest), kChangePointRuns),
+                      newest);
 }
 
 std::vector<RunChangePoint> confirmed_change_points(BaselineStore& store, const RunRecord& newest) {
@@ -551,18 +518,18 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
     return s;
   }
   if (by_placement) {
-    runs = same_placement(store, std::move(runs), policy, window, wanted, s);
+    runs = same_placement(std::move(runs), policy, window, wanted, s);
     if (runs.empty()) return s;
   }
   // The current level is searched for among the runs read for the drift
   // guard too: what `store prune --policy` keeps, so pruning changes no baseline.
-  if (runs.size() >= 2 * kChangePointMinSegment) store.load_details(runs);
+  // Their rows carry their figures: no iterations are read.
   Level level = current_level(runs, window, s.notes);
   auto first = runs.begin() + static_cast<std::ptrdiff_t>(level.from);
   std::vector<RunRecord> recent(first,
                                 first + static_cast<std::ptrdiff_t>(std::min(window, level.size)));
   auto history = measured_history(store, query);
-  auto replicates = loaded(store, failed_replicates(history, recent, query));
+  auto replicates = failed_replicates(history, recent, query);
   if (by_placement)  // the same code measured in the other class is no replicate of this one
     std::erase_if(replicates, [&](const RunRecord& run) {
       auto pct = stored_shared_cpu_pct(run);
@@ -572,11 +539,10 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
     s.notes.push_back(std::to_string(replicates.size()) +
                       " failed run(s) of a baseline commit kept in the baseline: the same code, "
                       "so the machine's noise, not a regression");
-  store.load_details(recent);
   recent.insert(recent.end(), replicates.begin(), replicates.end());
   std::sort(recent.begin(), recent.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
   s.baseline = pool_runs(recent);
-  auto others = loaded(store, period_others(history, recent, query));
+  auto others = period_others(history, recent, query);
   if (by_placement)
     std::erase_if(others, [&](const RunRecord& run) {
       auto pct = stored_shared_cpu_pct(run);
@@ -586,14 +552,13 @@ BaselineSelection select_baseline(BaselineStore& store, const BaselineQuery& que
   std::set<std::string> days;
   for (const auto& run : recent) days.insert(day_of(run));
   if (std::min(recent.size(), days.size()) < static_cast<size_t>(kPooledNoiseBelowRuns))
-    s.baseline->sample.run_noise = pool_beside(store, history, *s.baseline);
+    s.baseline->sample.run_noise = pool_beside(history, *s.baseline);
   // The drift reference must not overlap the baseline: with a short history it is
   // the oldest window that does not, and none until there are two windows' worth.
   if (drift_back > 0 && runs.size() >= 2 * window) {
     size_t start = std::min(drift_back, runs.size() - window);
     std::vector<RunRecord> old(runs.begin() + static_cast<std::ptrdiff_t>(start),
                                runs.begin() + static_cast<std::ptrdiff_t>(start + window));
-    store.load_details(old);
     s.drift_reference = pool_runs(old);
   }
   return s;

@@ -28,6 +28,8 @@
 #include "perfgate/core/error.h"
 #include "perfgate/core/printable.h"
 #include "perfgate/store/cost_record.h"
+#include "perfgate/store/run_figures.h"
+#include "run_details.h"
 #include "sqlite_handle.h"
 #include "store_schema.h"
 
@@ -35,6 +37,10 @@ namespace perfgate {
 namespace fs = std::filesystem;
 namespace {
 
+using run_details::damaged_hint;
+using run_details::DetailReader;
+using run_details::kIterationColumns;
+using run_details::unpacked;
 using sqlite::Blob;
 using sqlite::Columns;
 using sqlite::connect;
@@ -94,12 +100,7 @@ constexpr std::string_view kRunColumns =
     "commit_sha, branch, baseline_branch, pipeline_id, ci_provider, host_json, "
     "coalesce(host_ref, 0), engine, threads, connections, verdict, saturated, "
     "saturation_json, status, kind, review, review_reason, review_by, review_at, pair, "
-    "cost_json, regressed";
-
-constexpr std::string_view kIterationColumns =
-    "idx, discarded, duration_ns, responses, bytes_read, err_connect, err_read, err_write, "
-    "err_timeout, err_other, status_other, status_1xx, status_2xx, status_3xx, status_4xx, "
-    "status_5xx, latency, service_cpu_s";
+    "cost_json, regressed, figures, shared_cpu_pct";
 
 std::string utc_now() {
   auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -123,21 +124,6 @@ int64_t text_ref(Db db, const std::string& text) {
   find.bind_all(Blob{packed});
   if (!find.step()) fail(db, "cannot store a run's text");
   return find.int64(0);
-}
-
-// What a user does about a run no command can read (issue 41, item 19).
-std::string damaged_hint(int64_t run_id) {
-  return "; perfgate store check lists what is damaged, perfgate store delete " +
-         std::to_string(run_id) + " removes the run";
-}
-
-std::string unpacked(Db db, const std::string& packed, int64_t run_id) {
-  try {
-    return packed_text::unpack(packed,
-                               db.path.string() + ": run " + std::to_string(run_id) + " text");
-  } catch (const Error& e) {
-    throw Error(e.what() + damaged_hint(run_id));
-  }
 }
 
 // The shared texts a listing of many runs refers to, each read and unpacked once.
@@ -236,9 +222,20 @@ void insert_iterations(Db db, int64_t run_id, const RunRecord& run) {
 
 void insert_samples(Db db, int64_t run_id, const std::string& json) {
   if (json.empty()) return;
-  auto packed = packed_text::pack(json);
+  auto packed = packed_text::pack(json, packed_text::Dictionary::kHostSamples);
   Statement stmt(db, "INSERT INTO run_samples (run_id, json, packed) VALUES (?, '', ?)");
   stmt.bind_all(run_id, Blob{packed}).run();
+}
+
+// The run's row, iterations and samples, then its figures computed from them as
+// they read back (a histogram or a status count the store does not keep counts
+// for nothing), so that they are the figures any later read would compute.
+int64_t insert_whole_run(Db db, const RunRecord& run, run_details::FigureWriter& figures) {
+  auto id = insert_run(db, run);
+  insert_iterations(db, id, run);
+  insert_samples(db, id, run.host_samples_json);
+  figures.write(id);
+  return id;
 }
 
 Verdict verdict_named(Db db, int64_t run_id, const std::string& name) {
@@ -262,8 +259,29 @@ void read_saturation(Db db, const std::string& saturation, RunRecord& run) {
   }
 }
 
+// A run's stored figures (run_figures.h); damage says which run and what to do.
+StoredFigures read_figures(Db db, int64_t run_id, const std::string& bytes,
+                           std::optional<double> shared_cpu_pct) {
+  try {
+    return {unpack_figures(bytes, db.path.string() + ": run " + std::to_string(run_id)),
+            shared_cpu_pct};
+  } catch (const Error& e) {
+    throw Error(e.what() + damaged_hint(run_id));
+  }
+}
+
+// The figures of a run the schema step could not compute (its details were
+// damaged): read from its details as before figures were stored, so that the
+// damage is reported where the run is read, with what to do.
+StoredFigures figures_from_details(Db db, const RunRecord& header) {
+  RunRecord run;
+  run.id = header.id;
+  DetailReader(db).load(run);
+  return compute_stored_figures(run);
+}
+
 // Column by column in kRunColumns order.
-RunRecord read_run(Statement& row, TextCache& texts) {
+RunRecord read_run(Statement& row, TextCache& texts, bool with_figures = true) {
   Db db = texts.db();
   Columns col(row);
   RunRecord run;
@@ -292,80 +310,16 @@ RunRecord read_run(Statement& row, TextCache& texts) {
   run.pair = col.text();
   run.cost = cost_from_json(col.text());
   run.regressed = col.int64() != 0;
+  auto figures = col.blob();
+  auto shared_cpu_pct = col.real();
   run.profile_json = texts.text(profile_json, profile_ref, run.id);
   run.host.fields = texts.host(host_json, host_ref, run.id);
   read_saturation(db, saturation_json, run);
+  if (with_figures)
+    run.stored = figures.empty() ? figures_from_details(db, run)
+                                 : read_figures(db, run.id, figures, shared_cpu_pct);
   return run;
 }
-
-// Column by column in kIterationColumns order; service_cpu_s comes last.
-Iteration read_iteration(Columns& col) {
-  Iteration it;
-  it.index = static_cast<int>(col.int64());
-  it.discarded = col.int64() != 0;
-  it.duration = Nanos(col.int64());
-  auto& s = it.stats;
-  s.responses = col.u64();
-  s.bytes_read = col.u64();
-  // Braced initializers are evaluated in order: the columns' order.
-  s.errors = ErrorCounts{.connect = col.u64(),
-                         .read = col.u64(),
-                         .write = col.u64(),
-                         .timeout = col.u64(),
-                         .other = col.u64()};
-  for (auto& count : s.statuses.by_class) count = col.u64();  // other, 1xx ... 5xx
-  s.latency = LatencyHistogram::deserialize(
-      packed_text::unpack_if_packed(col.blob(), "histogram", packed_text::kMaxHistogram));
-  return it;
-}
-
-// The statements that read a run's iterations and host samples, prepared once
-// for any number of runs.
-class DetailReader {
- public:
-  explicit DetailReader(Db db)
-      : db_(db),
-        iterations_(db, "SELECT " + std::string(kIterationColumns) +
-                            " FROM iterations WHERE run_id = ? ORDER BY idx"),
-        samples_(db, "SELECT json, packed FROM run_samples WHERE run_id = ?") {}
-  void load(RunRecord& run) {
-    load_iterations(run);
-    run.host_samples_json = load_samples(run.id);
-  }
-
- private:
-  // The service's CPU figures are kept only when every iteration has one, so
-  // that service_cpu_s[i] always belongs to iterations[i].
-  void load_iterations(RunRecord& run) {
-    iterations_.reset();
-    iterations_.bind_all(run.id);
-    bool every_cpu = true;
-    try {
-      while (iterations_.step()) {
-        Columns col(iterations_);
-        run.iterations.push_back(read_iteration(col));
-        auto cpu = col.real();
-        every_cpu = every_cpu && cpu;
-        if (cpu) run.service_cpu_s.push_back(*cpu);
-      }
-    } catch (const Error& e) {
-      throw Error(db_.path.string() + ": run " + std::to_string(run.id) + ": " + e.what() +
-                  damaged_hint(run.id));
-    }
-    if (!every_cpu) run.service_cpu_s.clear();
-  }
-  std::string load_samples(int64_t run_id) {
-    samples_.reset();
-    samples_.bind_all(run_id);
-    if (!samples_.step()) return std::string();
-    auto packed = samples_.blob(1);
-    return packed.empty() ? samples_.text(0) : unpacked(db_, packed, run_id);
-  }
-
-  Db db_;
-  Statement iterations_;
-  Statement samples_;
-};
 
 std::optional<RunRecord> first_run_with_iterations(Db db, Statement& stmt) {
   if (!stmt.step()) return std::nullopt;
@@ -481,12 +435,9 @@ std::vector<int64_t> BaselineStore::record_all(const std::vector<RunRecord>& run
   Db db{db_.get(), path_};
   if (is_read_only(db.handle)) throw Error(path_.string() + ": store is read-only");
   Transaction tx(db);
+  run_details::FigureWriter figures(db);
   std::vector<int64_t> ids;
-  for (const auto& run : runs) {
-    ids.push_back(insert_run(db, run));
-    insert_iterations(db, ids.back(), run);
-    insert_samples(db, ids.back(), run.host_samples_json);
-  }
+  for (const auto& run : runs) ids.push_back(insert_whole_run(db, run, figures));
   tx.commit();
   return ids;
 }
@@ -495,13 +446,9 @@ int64_t BaselineStore::record_each(const std::function<std::optional<RunRecord>(
   Db db{db_.get(), path_};
   if (is_read_only(db.handle)) throw Error(path_.string() + ": store is read-only");
   Transaction tx(db);
+  run_details::FigureWriter figures(db);
   int64_t count = 0;
-  while (auto run = next()) {
-    auto id = insert_run(db, *run);
-    insert_iterations(db, id, *run);
-    insert_samples(db, id, run->host_samples_json);
-    ++count;
-  }
+  for (; auto run = next(); ++count) insert_whole_run(db, *run, figures);
   tx.commit();
   return count;
 }
@@ -582,8 +529,22 @@ std::vector<RunRecord> BaselineStore::runs(const std::string& profile_name,
   return out;
 }
 
+void BaselineStore::load_figures(std::vector<RunRecord>& runs) {
+  Db db{db_.get(), path_};
+  Statement stmt(db, "SELECT figures, shared_cpu_pct FROM runs WHERE id = ?");
+  for (auto& run : runs) {
+    if (run.stored) continue;
+    stmt.reset();
+    stmt.bind_all(run.id);
+    if (!stmt.step()) continue;  // deleted since it was listed
+    auto figures = stmt.blob(0);
+    run.stored = figures.empty() ? figures_from_details(db, run)
+                                 : read_figures(db, run.id, figures, stmt.real(1));
+  }
+}
+
 void BaselineStore::each_run(const std::string& profile_name, const std::string& branch, int limit,
-                             const std::function<void(RunRecord&&)>& visit) {
+                             const std::function<void(RunRecord&&)>& visit, Depth depth) {
   Db db{db_.get(), path_};
   // Only the filters given, so that SQLite walks runs_profile (or the ids)
   // newest first and stops at the limit instead of sorting the whole table.
@@ -593,7 +554,7 @@ void BaselineStore::each_run(const std::string& profile_name, const std::string&
                          " ORDER BY id DESC LIMIT ?3");
   stmt.bind_all(profile_name, branch, limit > 0 ? limit : -1);
   TextCache texts(db);
-  while (stmt.step()) visit(read_run(stmt, texts));
+  while (stmt.step()) visit(read_run(stmt, texts, depth != Depth::kListing));
 }
 
 int64_t BaselineStore::run_count() {

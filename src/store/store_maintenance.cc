@@ -1,5 +1,7 @@
 #include "perfgate/store/store_maintenance.h"
 
+#include "perfgate/store/run_figures.h"
+
 #include <chrono>
 #include <ctime>
 #include <istream>
@@ -75,6 +77,16 @@ void value_problems(Db db, std::vector<std::string>& problems) {
 
 // The flag is what eligible_runs() selects on, so it must agree with the rule
 // in RunRecord::eligible_as_baseline().
+// The figures stored in a run's row are those its details give (bit for bit).
+bool figures_agree(const RunRecord& run) {
+  if (!run.stored) return true;
+  RunRecord details = run;
+  details.stored.reset();
+  auto computed = compute_stored_figures(details);
+  return pack_figures(computed.figures) == pack_figures(run.stored->figures) &&
+         computed.shared_cpu_pct == run.stored->shared_cpu_pct;
+}
+
 // Each run read on its own: one damaged run is named (with the command that
 // removes it), not the end of the check.
 void run_problems(BaselineStore& store, std::vector<std::string>& problems) {
@@ -99,6 +111,10 @@ void run_problems(BaselineStore& store, std::vector<std::string>& problems) {
     const RunRecord& run = *read;
     if (row.int64(2) == 0 && run.status != "aborted")
       problems.push_back(run_name(run.id) + ": no iterations, yet status is " + run.status);
+    if (row.int64(2) > 0 && !figures_agree(run))
+      problems.push_back(run_name(run.id) +
+                         ": stored figures disagree with its iterations and samples (an export "
+                         "and import of the store computes them again)");
     if (run.eligible_as_baseline() != (row.int64(1) != 0))
       problems.push_back(run_name(run.id) + ": eligible flag disagrees with status " + run.status +
                          ", verdict " + std::string(to_string(run.verdict)) +

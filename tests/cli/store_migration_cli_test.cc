@@ -44,7 +44,7 @@ class StoreMigrationCliTest : public ::testing::Test {
 TEST_F(StoreMigrationCliTest, Schema4StoreMigratesAndEveryRunJudgesAndExportsAsBefore) {
   auto migrated = perfgate({"store", "migrate"});
   ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
-  EXPECT_NE(migrated.out.find("schema 4 to 8, 6 runs"), std::string::npos) << migrated.out;
+  EXPECT_NE(migrated.out.find("schema 4 to 9, 6 runs"), std::string::npos) << migrated.out;
   EXPECT_EQ(BaselineStore::open(store_, BaselineStore::Mode::kReadOnly).schema_version(),
             BaselineStore::kSchemaVersion);
   // The exit codes `compare` gives: pass, warn (rejected), warn (accepted), pass
@@ -139,7 +139,7 @@ TEST_F(StoreMigrationCliTest, AReaderOfAWritableOldStoreNamesTheUpgradeNotReadOn
   auto before = read_file(store_);
   auto history = perfgate({"history"});
   EXPECT_EQ(history.exit_code, 3);
-  EXPECT_NE(history.err.find("has schema version 4, not this perfgate's 8; this command only "
+  EXPECT_NE(history.err.find("has schema version 4, not this perfgate's 9; this command only "
                              "reads: upgrade it once with perfgate store migrate --store"),
             std::string::npos)
       << history.err;

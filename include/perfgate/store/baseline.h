@@ -14,6 +14,7 @@
 #include "perfgate/core/metrics.h"
 #include "perfgate/core/verdict.h"
 #include "perfgate/store/baseline_store.h"
+#include "perfgate/store/run_figures.h"
 #include "perfgate/store/run_record.h"
 
 namespace perfgate {
@@ -38,9 +39,6 @@ std::map<std::string, RunNoise, std::less<>> pooled_noise(const std::vector<RunR
 /// `query`'s profile, hash and host (any branch) that measured their code.
 std::map<std::string, RunNoise, std::less<>> store_noise_pool(BaselineStore& store,
                                                               const BaselineQuery& query);
-
-/// A run's figures, with the service's cost from its stored samples.
-RunFigures stored_run_figures(const RunRecord& run, int block = 1);
 
 /// How to pick the baseline: the profile's `baseline` settings and the run flags.
 struct BaselinePolicy {
@@ -85,12 +83,6 @@ int stored_cost_requests(BaselineStore& store, const std::string& profile_name,
 /// about its own level whatever its code.
 CountNoisePool stored_count_noise(BaselineStore& store, const std::string& profile_name,
                                   const std::string& key, int64_t before_run = 0);
-
-/// The share of a stored run's kept samples in which a busy load thread and a
-/// busy service thread last ran on one CPU, weighted by samples; nullopt when
-/// its windows do not say (an older run, a remote service) or are too few to
-/// place the run (kMinPlacementSamples).
-std::optional<double> stored_shared_cpu_pct(const RunRecord& run);
 
 /// The last `policy.window` runs eligible for `query` (stopping at the newest
 /// accepted run), with the failed runs of their commits on the baseline branch
@@ -150,9 +142,10 @@ std::vector<std::string> gated_metrics(const RunRecord& run);
 /// rejected). Oldest first; `newest` included when it qualifies.
 std::vector<RunRecord> main_history(const std::vector<RunRecord>& runs, const RunRecord& newest);
 
-/// Change points of each of `metrics` over `history` (oldest first, iterations
-/// loaded), in run order, each at least change_point_min_step_pct() of the
-/// newest run's stored limits. A run without a figure of a metric is skipped for it.
+/// Change points of each of `metrics` over `history` (oldest first; their stored
+/// figures, or their iterations for runs not read from a store), in run order, each at least
+/// change_point_min_step_pct() of the newest run's stored limits. A run without a figure of a
+/// metric is skipped for it.
 std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& history,
                                                   const std::vector<std::string>& metrics);
 
@@ -162,7 +155,8 @@ std::vector<RunChangePoint> history_change_points(const std::vector<RunRecord>& 
 inline constexpr int kChangePointRuns = 200;
 
 /// The history change points are searched in: the newest kChangePointRuns runs
-/// of `newest`'s default-branch history (main_history), iterations loaded.
+/// of `newest`'s default-branch history (main_history), as headers: their
+/// stored figures are what the search reads.
 std::vector<RunRecord> searched_history(BaselineStore& store, const RunRecord& newest);
 
 /// The change points that `newest`, just stored, brought to light on its

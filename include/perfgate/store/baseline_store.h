@@ -62,8 +62,10 @@ class BaselineStore {
   /// read-only store.
   int64_t record(const RunRecord& run);
   /// How much of each run a query reads: everything, or only its row in the runs
-  /// table (no iterations, no host samples: cheap for runs that may not be used).
-  enum class Depth { kFull, kHeader };
+  /// table (no iterations, no host samples: cheap for runs that may not be used,
+  /// with the figures stored there), or its row without its stored figures (a
+  /// listing of many runs of which few are used: load_figures() adds theirs).
+  enum class Depth { kFull, kHeader, kListing };
   /// Runs eligible as baselines for `query`, newest first, at most `limit`,
   /// iterations loaded unless `depth` is kHeader. Stops at the newest accepted
   /// run, which starts a new normal.
@@ -71,6 +73,8 @@ class BaselineStore {
                                        Depth depth = Depth::kFull);
   /// Adds iterations and host samples to runs read as headers.
   void load_details(std::vector<RunRecord>& runs);
+  /// Adds the stored figures to runs read as listings (Depth::kListing).
+  void load_figures(std::vector<RunRecord>& runs);
   /// Records a person's word on run `id` (accept / reject) and updates whether it
   /// may be a baseline, in one transaction. Throws Error when there is no such run.
   void set_review(int64_t id, const Review& review);
@@ -87,11 +91,12 @@ class BaselineStore {
                               int limit);
   /// Hands the runs runs() would list to `visit`, one at a time, without keeping
   /// them: memory holds one run whatever the history's length.
+  /// Rows alone (Depth::kHeader), or without their figures (Depth::kListing).
   void each_run(const std::string& profile_name, const std::string& branch, int limit,
-                const std::function<void(RunRecord&&)>& visit);
+                const std::function<void(RunRecord&&)>& visit, Depth depth = Depth::kHeader);
   int64_t run_count();
 
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
   int schema_version();
   const std::filesystem::path& path() const { return path_; }
   /// The open connection, for store maintenance (store_maintenance.cc), which

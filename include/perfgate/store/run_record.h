@@ -10,6 +10,7 @@
 #include "perfgate/core/verdict.h"
 #include "perfgate/host/host_fingerprint.h"
 #include "perfgate/profile/ci_context.h"
+#include "perfgate/store/run_figures.h"
 
 namespace perfgate {
 
@@ -51,6 +52,10 @@ struct RunRecord {
   CostRun cost;
   /// The host sampler's series as one JSON document; empty when none.
   std::string host_samples_json;
+  /// Its figures and placement as the store computed them when it wrote the run
+  /// (run_figures.h), read with the run's row; nullopt for a run not read from a
+  /// store. Never exported: an import computes them again.
+  std::optional<StoredFigures> stored;
 
   /// Its judgement saw a regression, decided (shows_regression(), verdict.h): a
   /// fail, a change surely inside the warn band, a drift. A run that was only
