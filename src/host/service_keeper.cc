@@ -77,6 +77,18 @@ bool read_stat(const char* pid, pid_t& ppid, pid_t& pgid) {
   return true;
 }
 
+// Calls `each(entry)` for every entry of the open folder `dir`.
+template <typename Each>
+void for_each_entry(int dir, Each each) {
+  alignas(dirent64) char buf[8192];
+  for (ssize_t n; (n = getdents64(dir, buf, sizeof buf)) > 0;)
+    for (ssize_t off = 0; off < n;) {
+      auto* entry = reinterpret_cast<dirent64*>(buf + off);
+      off += entry->d_reclen;
+      each(*entry);
+    }
+}
+
 // Calls `each(pid, pgid)` for every process whose parent is the keeper: the
 // service, and the orphans of its tree that came to the keeper.
 template <typename Each>
@@ -84,15 +96,11 @@ void for_each_child(Each each) {
   pid_t self = getpid();
   int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return;
-  alignas(dirent64) char buf[8192];
-  for (ssize_t n; (n = getdents64(dir, buf, sizeof buf)) > 0;)
-    for (ssize_t off = 0; off < n;) {
-      auto* entry = reinterpret_cast<dirent64*>(buf + off);
-      off += entry->d_reclen;
-      pid_t pid = as_pid(entry->d_name);
-      pid_t ppid = 0, pgid = 0;
-      if (pid > 0 && read_stat(entry->d_name, ppid, pgid) && ppid == self) each(pid, pgid);
-    }
+  for_each_entry(dir, [&](const dirent64& entry) {
+    pid_t pid = as_pid(entry.d_name);
+    pid_t ppid = 0, pgid = 0;
+    if (pid > 0 && read_stat(entry.d_name, ppid, pgid) && ppid == self) each(pid, pgid);
+  });
   close(dir);
 }
 
@@ -150,13 +158,9 @@ int64_t wait_for_stop(const Kept& kept, int64_t default_ms, bool& orphaned) {
 void remove_flat_folder(const char* folder) {
   int dir = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0) return;
-  alignas(dirent64) char buf[8192];
-  for (ssize_t n; (n = getdents64(dir, buf, sizeof buf)) > 0;)
-    for (ssize_t off = 0; off < n;) {
-      auto* entry = reinterpret_cast<dirent64*>(buf + off);
-      off += entry->d_reclen;
-      if (entry->d_type != DT_DIR) unlinkat(dir, entry->d_name, 0);
-    }
+  for_each_entry(dir, [dir](const dirent64& entry) {
+    if (entry.d_type != DT_DIR) unlinkat(dir, entry.d_name, 0);
+  });
   close(dir);
   rmdir(folder);
 }
