@@ -48,6 +48,18 @@ pid_t parent_of(pid_t pid) {
 
 using testing::process_gone;
 
+// Kills the service's keeper from outside, as another user or an OOM killer
+// would, and waits (30 s at most, a bound, not a guess) for perfgate to see it.
+void kill_keeper_and_wait(ServiceProcess& service) {
+  pid_t keeper = parent_of(service.pid());
+  ASSERT_GT(keeper, 1);
+  ASSERT_NE(keeper, getpid());
+  kill(keeper, SIGKILL);  // the keeper this test's ServiceProcess started
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (service.running() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 // A process that left the group and the session, wiped its environment and
 // lost its parent (the service's shell) gets SIGTERM once, however long the
 // grace, and SIGKILL when it shrugs that off: stop() returns with it gone.
@@ -75,18 +87,12 @@ TEST(ServiceProcessTest, StopEndsAnEscapedProcessThatIgnoresSigtermWithOneSigter
 // of the service with it, and the service (PR_SET_PDEATHSIG) ends.
 TEST(ServiceProcessTest, AKeeperKilledFromOutsideEndsTheServiceAndSaysSo) {
   ServiceProcess service(shell_service("exec /bin/sleep 300"));
-  pid_t keeper = parent_of(service.pid());
-  ASSERT_GT(keeper, 1);
-  ASSERT_NE(keeper, getpid());
-  kill(keeper, SIGKILL);  // the keeper this test's ServiceProcess started
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (service.running() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  kill_keeper_and_wait(service);
   EXPECT_FALSE(service.running());
   EXPECT_EQ(service.exit_description(),
             "lost its keeper process to a signal from outside perfgate; perfgate ended the "
             "service's processes");
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!process_gone(service.pid()) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(process_gone(service.pid()));
@@ -106,13 +112,7 @@ TEST(ServiceProcessTest, AKeeperKilledFromOutsideLeavesNothingOfTheServiceRunnin
                          {}, launch);
   pid_t child = std::atoi(first_line(child_file).c_str());
   ASSERT_GT(child, 0);
-  pid_t keeper = parent_of(service.pid());
-  ASSERT_GT(keeper, 1);
-  ASSERT_NE(keeper, getpid());
-  kill(keeper, SIGKILL);  // the keeper this test's ServiceProcess started
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (service.running() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  kill_keeper_and_wait(service);
   EXPECT_FALSE(service.running());
   bool shell_gone = process_gone(service.pid()), child_gone = process_gone(child);
   if (!shell_gone) kill(service.pid(), SIGKILL);  // what this test started, by PID
